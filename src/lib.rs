@@ -1,0 +1,3 @@
+//! warpdrf: a static checker for the WarpDRF contract of CUDA kernels.
+pub mod preprocess;
+pub mod source;
