@@ -1,27 +1,28 @@
 fn main() {
-    let dir = std::env::args().nth(1).unwrap();
-    let mut files = vec![];
-    fn walk(p: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(p).unwrap() { let e = e.unwrap().path(); if e.is_dir() { walk(&e, out) } else if e.extension().map_or(false, |x| x == "cu") { out.push(e) } }
-    }
-    walk(std::path::Path::new(&dir), &mut files);
-    files.sort();
-    let t0 = std::time::Instant::now();
-    let mut db = warpdrf::source::SourceDb::new();
-    let mut s = warpdrf::preprocess::Session::new(Default::default());
-    let mut total = 0; let mut frags = std::collections::HashSet::new(); let mut uniq = 0;
-    let mut diags = std::collections::BTreeMap::new();
-    for f in &files {
-        let id = db.load(f).unwrap();
-        let u = s.preprocess(&mut db, id);
-        for fr in &u.fragments { total += fr.text.len(); if frags.insert(std::sync::Arc::as_ptr(fr) as usize) { uniq += fr.text.len(); } }
-        for d in &u.diagnostics { *diags.entry(d.message.clone()).or_insert(0) += 1; }
-    }
-    println!("{} units, {} bytes total, {} unique fragments {} bytes, {:?}", files.len(), total, frags.len(), uniq, t0.elapsed());
-    for (d, n) in &diags { println!("{n:5} {d}"); }
-    let mut per: std::collections::BTreeMap<String,(usize,usize)> = Default::default();
-    let mut seen = std::collections::HashSet::new();
-    for f in &files { let id = db.load(f).unwrap(); let u = s.preprocess(&mut db, id); for fr in &u.fragments { if seen.insert(std::sync::Arc::as_ptr(fr) as usize) { let e = per.entry(db.name(fr.file).to_string()).or_default(); e.0 += 1; e.1 += fr.text.len(); } } }
-    let mut v: Vec<_> = per.into_iter().collect(); v.sort_by_key(|x| std::cmp::Reverse(x.1.1));
-    for (n, (c, b)) in v.iter().take(15) { println!("{c:4} {b:9} {n}"); }
+    let paths: Vec<std::path::PathBuf> = std::env::args().skip(1).map(Into::into).collect();
+    let out = warpdrf::driver::with_big_stack(move || {
+        let t0 = std::time::Instant::now();
+        let mut db = warpdrf::source::SourceDb::new();
+        let inputs = warpdrf::driver::collect_inputs(&paths).unwrap();
+        let (entries, _diags) = warpdrf::driver::lower_all(&mut db, &inputs, &Default::default()).unwrap();
+        let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut s = String::new();
+        let (mut complete, mut warp, mut warp_complete) = (0, 0, 0);
+        for e in &entries {
+            let (line, _) = db.line_col(e.span);
+            let w = e.kernel.uses_warp_primitives();
+            if w { warp += 1; }
+            if e.status() == warpdrf::driver::Status::Complete { complete += 1; if w { warp_complete += 1; } }
+            s += &format!("{}:{} {} {:?} warp={} inst={} unknowns={}\n", db.name(e.span.file), line, e.name, e.status(), w, e.instantiations, e.unknowns().len());
+            for u in e.unknowns() {
+                let (l, _) = db.line_col(u.span);
+                *reasons.entry(u.reason.clone()).or_default() += 1;
+                if std::env::var("V").is_ok() { s += &format!("    {}:{} {}\n", db.name(u.span.file), l, u.reason); }
+            }
+        }
+        s += &format!("{} kernels, {} complete, {} warp, {} warp complete, {:?}\n", entries.len(), complete, warp, warp_complete, t0.elapsed());
+        for (r, n) in reasons { s += &format!("{n:5} {r}\n"); }
+        s
+    });
+    print!("{out}");
 }

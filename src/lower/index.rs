@@ -1,0 +1,664 @@
+//! The declarations of a translation unit, by scope and name.
+//!
+//! Input: the unit's fragments (parsed). Output: an [`Index`] of namespaces,
+//! classes, functions, aliases, enums and variables, and the unit's kernels.
+//! Name lookup walks scopes outward and through `using namespace`. Lookup is
+//! deliberately forgiving — declaration order is ignored and overloads are
+//! chosen later by `lower::call` — because the code already compiles with nvcc.
+//! Declarations inside `ERROR` nodes are still indexed: tree-sitter wraps
+//! valid code near a construct it cannot parse.
+
+use std::collections::HashMap;
+
+use tree_sitter::{Node, StreamingIterator};
+
+use crate::preprocess::{Fragment, Unit};
+use crate::syntax::{self, named_children, text, NodeExt};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeclId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScopeId(pub u32);
+
+pub const GLOBAL: ScopeId = ScopeId(0);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclKind {
+    Function,
+    Class,
+    /// `typedef`, `using X = T`, `using ns::x` (the node is what it names).
+    Alias,
+    /// `namespace a = b;`
+    NamespaceAlias,
+    Enum,
+    /// An enumerator: `index` among its enum's enumerators.
+    Enumerator { enum_decl: DeclId, index: u32 },
+    /// A variable at namespace scope or a static data member.
+    Var,
+    /// A non-static data member.
+    Field,
+}
+
+#[derive(Clone, Debug)]
+pub struct Decl<'u> {
+    pub kind: DeclKind,
+    pub name: String,
+    /// The declaration: `function_definition`, `declaration`, `field_declaration`,
+    /// `struct_specifier`, `enum_specifier`, `enumerator`, `type_definition`…
+    pub node: Node<'u>,
+    /// For variables and fields: the declarator of this name (one declaration may
+    /// declare several).
+    pub declarator: Option<Node<'u>>,
+    pub frag: &'u Fragment,
+    /// The scope the declaration is in.
+    pub scope: ScopeId,
+    /// Its `template_parameter_list`, when it is a template.
+    pub template: Option<Node<'u>>,
+    /// The `template_argument_list` of a specialisation (`struct S<int, T>`).
+    pub specialization: Option<Node<'u>>,
+    /// The member scope of a class or scoped enum.
+    pub members: Option<ScopeId>,
+    /// A function with a body, or a class with a definition.
+    pub defined: bool,
+    /// Position among the class's data members (fields).
+    pub order: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeKind {
+    Namespace,
+    Class(DeclId),
+    Enum(DeclId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub name: String,
+    pub parent: Option<ScopeId>,
+    pub kind: ScopeKind,
+    pub members: HashMap<String, Vec<DeclId>>,
+    /// `using namespace` directives in this scope.
+    pub usings: Vec<ScopeId>,
+    /// Data members of a class, in declaration order.
+    pub fields: Vec<DeclId>,
+}
+
+/// A kernel definition found in the unit.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelDecl {
+    pub decl: DeclId,
+}
+
+pub struct Index<'u> {
+    pub decls: Vec<Decl<'u>>,
+    pub scopes: Vec<Scope>,
+    /// Base-class clauses per class scope (kept apart: `Scope` has no lifetime).
+    pub bases: HashMap<ScopeId, Vec<(Node<'u>, &'u Fragment)>>,
+    pub kernels: Vec<KernelDecl>,
+    /// Explicit instantiations (`template void f<…>(…);`) and template-ids that
+    /// name kernels, found anywhere in the unit.
+    pub instantiations: Vec<(Node<'u>, &'u Fragment, ScopeId)>,
+}
+
+/// The name a declarator declares (through pointers, references, arrays,
+/// initialisers, parentheses) and that name's node.
+pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(String, Node<'t>)> {
+    for _ in 0..64 {
+        match node.kind() {
+            "identifier" | "field_identifier" | "type_identifier" | "operator_name" | "destructor_name"
+            | "qualified_identifier" | "template_function" | "namespace_identifier" => {
+                return Some((normalize(text(frag, node)), node));
+            }
+            _ => {}
+        }
+        node = match node.field("declarator") {
+            Some(d) => d,
+            None => {
+                let children = named_children(node);
+                *children.iter().find(|c| {
+                    !matches!(
+                        c.kind(),
+                        "type_qualifier" | "ms_pointer_modifier" | "attribute_specifier" | "attribute_declaration"
+                    )
+                })?
+            }
+        };
+    }
+    None
+}
+
+/// Removes white space from a (qualified) name: `a :: b` → `a::b`.
+pub fn normalize(name: &str) -> String {
+    name.split_whitespace().collect()
+}
+
+/// Whether a function definition or declaration is marked `__global__`.
+pub fn is_global(node: Node) -> bool {
+    let mut cursor = node.walk();
+    let found = node.children(&mut cursor).any(|c| {
+        c.kind() == "__global__" || (c.kind() == "type_qualifier" && syntax::has_token(c, "__global__"))
+    });
+    found
+}
+
+impl<'u> Index<'u> {
+    pub fn build(unit: &'u Unit) -> Index<'u> {
+        let mut index = Index {
+            decls: Vec::new(),
+            scopes: vec![Scope {
+                name: String::new(),
+                parent: None,
+                kind: ScopeKind::Namespace,
+                members: HashMap::new(),
+                usings: Vec::new(),
+                fields: Vec::new(),
+            }],
+            bases: HashMap::new(),
+            kernels: Vec::new(),
+            instantiations: Vec::new(),
+        };
+        for frag in &unit.fragments {
+            let tree = syntax::tree(frag);
+            let first = index.decls.len();
+            index.walk(frag, tree.root_node(), GLOBAL, None, 0);
+            for i in first..index.decls.len() {
+                let d = &index.decls[i];
+                if d.kind == DeclKind::Function && d.defined && is_kernel(frag, d.node) {
+                    index.kernels.push(KernelDecl { decl: DeclId(i as u32) });
+                }
+            }
+        }
+        index
+    }
+
+    pub fn decl(&self, id: DeclId) -> &Decl<'u> {
+        &self.decls[id.0 as usize]
+    }
+
+    pub fn scope(&self, id: ScopeId) -> &Scope {
+        &self.scopes[id.0 as usize]
+    }
+
+    fn new_scope(&mut self, name: &str, parent: ScopeId, kind: ScopeKind) -> ScopeId {
+        let id = ScopeId(self.scopes.len() as u32);
+        self.scopes.push(Scope {
+            name: name.to_string(),
+            parent: Some(parent),
+            kind,
+            members: HashMap::new(),
+            usings: Vec::new(),
+            fields: Vec::new(),
+        });
+        id
+    }
+
+    fn add(&mut self, scope: ScopeId, decl: Decl<'u>) -> DeclId {
+        let id = DeclId(self.decls.len() as u32);
+        let name = decl.name.clone();
+        if decl.kind == DeclKind::Field {
+            self.scopes[scope.0 as usize].fields.push(id);
+        }
+        self.decls.push(decl);
+        self.scopes[scope.0 as usize]
+            .members
+            .entry(name)
+            .or_default()
+            .push(id);
+        id
+    }
+
+    /// The namespace scope named `name` inside `parent`, created when new
+    /// (a namespace may be reopened many times).
+    fn namespace(&mut self, parent: ScopeId, name: &str) -> ScopeId {
+        let existing = self
+            .scopes
+            .iter()
+            .position(|s| s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name);
+        match existing {
+            Some(i) => ScopeId(i as u32),
+            None => self.new_scope(name, parent, ScopeKind::Namespace),
+        }
+    }
+
+    /// A child scope (namespace, class or enum) of `parent` by name.
+    pub fn child_scope(&self, parent: ScopeId, name: &str) -> Option<ScopeId> {
+        if let Some(ids) = self.scope(parent).members.get(name) {
+            // Prefer a defined class's members.
+            for &id in ids.iter().rev() {
+                let d = self.decl(id);
+                if let Some(m) = d.members {
+                    if d.defined && d.specialization.is_none() {
+                        return Some(m);
+                    }
+                }
+            }
+            for &id in ids.iter().rev() {
+                if let Some(m) = self.decl(id).members {
+                    return Some(m);
+                }
+            }
+        }
+        self.scopes
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name)
+            .map(|(i, _)| ScopeId(i as u32))
+    }
+
+    /// Declarations named `name` visible from `scope`: the innermost scope that
+    /// has any wins, as in C++ unqualified lookup; `using namespace` directives
+    /// of each scope are searched with it.
+    pub fn lookup(&self, scope: ScopeId, name: &str) -> Vec<DeclId> {
+        let mut current = Some(scope);
+        while let Some(s) = current {
+            let found = self.lookup_in(s, name, 0);
+            if !found.is_empty() {
+                return found;
+            }
+            current = self.scope(s).parent;
+        }
+        Vec::new()
+    }
+
+    /// Declarations named `name` directly in `scope` or through its using-directives.
+    pub fn lookup_in(&self, scope: ScopeId, name: &str, depth: u32) -> Vec<DeclId> {
+        let sc = self.scope(scope);
+        let mut found: Vec<DeclId> = sc.members.get(name).cloned().unwrap_or_default();
+        if depth < 8 {
+            for &u in &sc.usings {
+                found.extend(self.lookup_in(u, name, depth + 1));
+            }
+        }
+        found
+    }
+
+    /// A namespace (or class) scope by a possibly qualified name, looked up from `scope`.
+    pub fn resolve_scope(&self, scope: ScopeId, path: &[&str]) -> Option<ScopeId> {
+        let (first, rest) = path.split_first()?;
+        let mut current = if first.is_empty() {
+            GLOBAL
+        } else {
+            let mut s = Some(scope);
+            let mut found = None;
+            while let Some(sid) = s {
+                if let Some(c) = self.child_scope_or_alias(sid, first) {
+                    found = Some(c);
+                    break;
+                }
+                s = self.scope(sid).parent;
+            }
+            found?
+        };
+        for part in rest {
+            current = self.child_scope_or_alias(current, part)?;
+        }
+        Some(current)
+    }
+
+    fn child_scope_or_alias(&self, parent: ScopeId, name: &str) -> Option<ScopeId> {
+        if let Some(s) = self.child_scope(parent, name) {
+            return Some(s);
+        }
+        for u in &self.scope(parent).usings {
+            if let Some(s) = self.child_scope(*u, name) {
+                return Some(s);
+            }
+        }
+        let ids = self.scope(parent).members.get(name)?;
+        for &id in ids {
+            let d = self.decl(id);
+            if d.kind == DeclKind::NamespaceAlias {
+                let target = d.node.field("value").or_else(|| named_children(d.node).last().copied())?;
+                let path = normalize(text(d.frag, target));
+                let parts: Vec<&str> = path.split("::").collect();
+                return self.resolve_scope(d.scope, &parts);
+            }
+        }
+        None
+    }
+
+    fn walk(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
+        if depth > 200 {
+            return;
+        }
+        match node.kind() {
+            "translation_unit" | "declaration_list" | "ERROR" | "field_declaration_list" => {
+                for child in named_children(node) {
+                    self.walk(frag, child, scope, None, depth + 1);
+                }
+            }
+            "namespace_definition" => {
+                let mut s = scope;
+                if let Some(name) = node.field("name") {
+                    for part in normalize(text(frag, name)).split("::") {
+                        s = self.namespace(s, part);
+                    }
+                } else {
+                    // An anonymous namespace: its names are visible outside.
+                    s = scope;
+                }
+                if let Some(body) = node.field("body") {
+                    self.walk(frag, body, s, None, depth + 1);
+                }
+            }
+            "linkage_specification" => {
+                if let Some(body) = node.field("body") {
+                    self.walk(frag, body, scope, None, depth + 1);
+                }
+            }
+            "template_declaration" => {
+                let params = node.field("parameters");
+                for child in named_children(node) {
+                    if child.kind() != "template_parameter_list" && child.kind() != "requires_clause" {
+                        self.walk(frag, child, scope, params, depth + 1);
+                    }
+                }
+            }
+            "template_instantiation" => self.instantiations.push((node, frag, scope)),
+            "function_definition" => self.function(frag, node, scope, template, true),
+            "declaration" | "field_declaration" => self.declaration(frag, node, scope, template, depth),
+            "struct_specifier" | "class_specifier" | "union_specifier" => {
+                self.class(frag, node, scope, template, None, depth);
+            }
+            "enum_specifier" => {
+                self.enumeration(frag, node, scope, None);
+            }
+            "type_definition" => self.typedef(frag, node, scope, template, depth),
+            "alias_declaration" => {
+                if let Some(name) = node.field("name") {
+                    let name = text(frag, name).to_string();
+                    self.add(scope, self.decl_of(DeclKind::Alias, name, node, frag, scope, template));
+                }
+            }
+            "using_declaration" => {
+                let target = named_children(node).into_iter().last();
+                if let Some(target) = target {
+                    let path = normalize(text(frag, target));
+                    if syntax::has_token(node, "namespace") {
+                        let parts: Vec<&str> = path.split("::").collect();
+                        if let Some(ns) = self.resolve_scope(scope, &parts) {
+                            self.scopes[scope.0 as usize].usings.push(ns);
+                        }
+                    } else {
+                        let name = path.rsplit("::").next().unwrap_or(&path).to_string();
+                        self.add(scope, self.decl_of(DeclKind::Alias, name, target, frag, scope, template));
+                    }
+                }
+            }
+            "namespace_alias_definition" => {
+                if let Some(name) = node.field("name") {
+                    let name = text(frag, name).to_string();
+                    self.add(scope, self.decl_of(DeclKind::NamespaceAlias, name, node, frag, scope, None));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn decl_of(
+        &self,
+        kind: DeclKind,
+        name: String,
+        node: Node<'u>,
+        frag: &'u Fragment,
+        scope: ScopeId,
+        template: Option<Node<'u>>,
+    ) -> Decl<'u> {
+        Decl {
+            kind,
+            name,
+            node,
+            declarator: None,
+            frag,
+            scope,
+            template,
+            specialization: None,
+            members: None,
+            defined: false,
+            order: 0,
+        }
+    }
+
+    /// A function definition or prototype. Out-of-class member definitions
+    /// (`S::f`) go to the class's scope.
+    fn function(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, defined: bool) {
+        let Some(declarator) = node.field("declarator") else {
+            return;
+        };
+        let Some((name, name_node)) = declarator_name(frag, declarator) else {
+            return;
+        };
+        let (target_scope, simple, specialization) = match name_node.kind() {
+            "qualified_identifier" => {
+                let parts: Vec<&str> = name.split("::").collect();
+                let (last, path) = parts.split_last().expect("split gives one part");
+                let path: Vec<&str> = path.iter().map(|p| p.split('<').next().unwrap_or(p)).collect();
+                let target = self.resolve_scope(scope, &path).unwrap_or(scope);
+                (target, last.split('<').next().unwrap_or(last).to_string(), None)
+            }
+            "template_function" => {
+                let base = name_node
+                    .field("name")
+                    .map(|n| text(frag, n).to_string())
+                    .unwrap_or(name.clone());
+                (scope, base, name_node.field("arguments"))
+            }
+            _ => (scope, name.clone(), None),
+        };
+        let mut decl = self.decl_of(DeclKind::Function, simple, node, frag, scope, template);
+        decl.defined = defined && node.field("body").is_some();
+        decl.specialization = specialization;
+        // A member defined outside its class looks names up in the class.
+        decl.scope = target_scope;
+        self.add(target_scope, decl);
+    }
+
+    fn declaration(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
+        // A class or enum defined in the declaration (`struct S {…} s;`).
+        if let Some(ty) = node.field("type") {
+            match ty.kind() {
+                "struct_specifier" | "class_specifier" | "union_specifier" => {
+                    if ty.field("body").is_some() {
+                        self.class(frag, ty, scope, template, None, depth);
+                    }
+                }
+                "enum_specifier" => {
+                    if ty.field("body").is_some() {
+                        self.enumeration(frag, ty, scope, None);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let is_field = node.kind() == "field_declaration";
+        let is_static = named_children(node)
+            .iter()
+            .any(|c| c.kind() == "storage_class_specifier" && text(frag, *c) == "static");
+        let mut cursor = node.walk();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        for d in declarators {
+            if is_function_declarator(d) {
+                self.function(frag, node, scope, template, false);
+                continue;
+            }
+            let Some((name, _)) = declarator_name(frag, d) else {
+                continue;
+            };
+            let kind = if is_field && !is_static {
+                DeclKind::Field
+            } else {
+                DeclKind::Var
+            };
+            let mut decl = self.decl_of(kind, name, node, frag, scope, template);
+            decl.declarator = Some(d);
+            decl.order = self.scope(scope).fields.len() as u32;
+            self.add(scope, decl);
+        }
+    }
+
+    fn typedef(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
+        let ty = node.field("type");
+        let mut cursor = node.walk();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        let first_name = declarators
+            .first()
+            .and_then(|d| declarator_name(frag, *d))
+            .map(|(n, _)| n);
+        if let Some(ty) = ty {
+            let anonymous = ty.field("name").is_none();
+            if ty.field("body").is_some() {
+                match ty.kind() {
+                    "struct_specifier" | "class_specifier" | "union_specifier" => {
+                        // `typedef struct {…} name;` names the struct `name`.
+                        let alias = if anonymous { first_name.clone() } else { None };
+                        self.class(frag, ty, scope, template, alias, depth);
+                        if anonymous {
+                            return;
+                        }
+                    }
+                    "enum_specifier" => {
+                        let alias = if anonymous { first_name.clone() } else { None };
+                        self.enumeration(frag, ty, scope, alias);
+                        if anonymous {
+                            return;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for d in declarators {
+            if let Some((name, _)) = declarator_name(frag, d) {
+                let mut decl = self.decl_of(DeclKind::Alias, name, node, frag, scope, template);
+                decl.declarator = Some(d);
+                self.add(scope, decl);
+            }
+        }
+    }
+
+    fn class(
+        &mut self,
+        frag: &'u Fragment,
+        node: Node<'u>,
+        scope: ScopeId,
+        template: Option<Node<'u>>,
+        alias: Option<String>,
+        depth: u32,
+    ) -> Option<DeclId> {
+        let name_node = node.field("name");
+        let (name, specialization) = match name_node {
+            Some(n) if n.kind() == "template_type" => (
+                n.field("name")
+                    .map(|x| text(frag, x).to_string())
+                    .unwrap_or_default(),
+                n.field("arguments"),
+            ),
+            Some(n) => {
+                let full = normalize(text(frag, n));
+                (full.rsplit("::").next().unwrap_or(&full).to_string(), None)
+            }
+            None => (alias.unwrap_or_else(|| format!("<anonymous@{}>", node.start_byte())), None),
+        };
+        let body = node.field("body");
+        let id = DeclId(self.decls.len() as u32);
+        let members = self.new_scope(&name, scope, ScopeKind::Class(id));
+        let mut decl = self.decl_of(DeclKind::Class, name, node, frag, scope, template);
+        decl.specialization = specialization;
+        decl.members = Some(members);
+        decl.defined = body.is_some();
+        self.add(scope, decl);
+        if let Some(bases) = named_children(node).into_iter().find(|c| c.kind() == "base_class_clause") {
+            self.bases.entry(members).or_default().push((bases, frag));
+        }
+        if let Some(body) = body {
+            for child in named_children(body) {
+                self.walk(frag, child, members, None, depth + 1);
+            }
+        }
+        Some(id)
+    }
+
+    fn enumeration(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, alias: Option<String>) {
+        let name = node
+            .field("name")
+            .map(|n| text(frag, n).to_string())
+            .or(alias)
+            .unwrap_or_else(|| format!("<enum@{}>", node.start_byte()));
+        let scoped = syntax::has_token(node, "class") || syntax::has_token(node, "struct");
+        let id = DeclId(self.decls.len() as u32);
+        let members = self.new_scope(&name, scope, ScopeKind::Enum(id));
+        let mut decl = self.decl_of(DeclKind::Enum, name, node, frag, scope, None);
+        decl.members = Some(members);
+        decl.defined = true;
+        self.add(scope, decl);
+        let Some(body) = node.field("body") else {
+            return;
+        };
+        let enumerators: Vec<Node> = named_children(body)
+            .into_iter()
+            .filter(|c| c.kind() == "enumerator")
+            .collect();
+        for (i, e) in enumerators.into_iter().enumerate() {
+            let Some(name) = e.field("name") else {
+                continue;
+            };
+            let name = text(frag, name).to_string();
+            let kind = DeclKind::Enumerator {
+                enum_decl: id,
+                index: i as u32,
+            };
+            let d = self.decl_of(kind, name.clone(), e, frag, scope, None);
+            self.add(members, d.clone());
+            if !scoped {
+                self.add(scope, d);
+            }
+        }
+    }
+}
+
+fn is_function_declarator(mut node: Node) -> bool {
+    for _ in 0..16 {
+        match node.kind() {
+            "function_declarator" => return true,
+            "pointer_declarator" | "reference_declarator" | "parenthesized_declarator" | "init_declarator"
+            | "array_declarator" => {
+                // `int (*f)(int)` is a variable; a pointer directly to a function
+                // declarator is a function returning a pointer.
+                if node.kind() == "parenthesized_declarator" || node.kind() == "init_declarator" || node.kind() == "array_declarator" {
+                    return false;
+                }
+                node = match node.field("declarator") {
+                    Some(d) => d,
+                    None => match named_children(node).into_iter().last() {
+                        Some(d) => d,
+                        None => return false,
+                    },
+                };
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Whether a function definition is a kernel (query `grammar/kernels.scm`,
+/// matched at the definition itself only, not inside its body).
+fn is_kernel(frag: &Fragment, function: Node) -> bool {
+    let q = &syntax::queries().kernels;
+    let kernel_capture = q.capture_index_for_name("kernel");
+    let mut cursor = tree_sitter::QueryCursor::new();
+    cursor.set_max_start_depth(Some(0));
+    let mut matches = cursor.matches(q, function, frag.text.as_bytes());
+    while let Some(m) = matches.next() {
+        if m.captures().iter().any(|c| Some(c.index) == kernel_capture && c.node.id() == function.id()) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Collapses runs of white space to one space (for showing code in reports).
+pub fn normalize_spaces(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

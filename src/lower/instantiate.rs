@@ -1,0 +1,262 @@
+//! Template argument tuples a kernel is instantiated with in a unit.
+//!
+//! Input: a kernel declaration. Output: the distinct argument tuples of its
+//! template-ids (`k<4, float>` at launch sites, in function-pointer
+//! assignments, in explicit instantiations). Arguments are evaluated where the
+//! template-id appears: with the constants declared before it in the enclosing
+//! function, and — when that function is itself a template — once per
+//! instantiation of it (found the same way, a few levels deep). Arguments
+//! deduced from call arguments are not inferred here; such parameters stay
+//! symbolic when the kernel is lowered.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use tree_sitter::Node;
+
+use crate::syntax::NodeExt;
+
+use super::index::{declarator_name, DeclId, DeclKind};
+use super::types::TArg;
+use super::value::TemplateEnv;
+use super::{Ctx, Index, LowerConfig, Lowerer};
+use crate::preprocess::{Fragment, Unit};
+use crate::syntax::{self, named_children};
+
+/// Most tuples kept per kernel.
+pub const MAX_TUPLES: usize = 64;
+/// How many enclosing function templates are followed outward.
+const MAX_DEPTH: u32 = 3;
+
+/// The distinct template argument tuples of a kernel in this unit.
+pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Vec<TArg>> {
+    let mut l = Lowerer::new(unit, index, config, kernel);
+    let mut finder = Finder {
+        envs: HashMap::new(),
+        function_nodes: HashMap::new(),
+    };
+    for (i, d) in index.decls.iter().enumerate() {
+        if d.kind == DeclKind::Function && d.defined {
+            finder.function_nodes.insert(d.node.id(), DeclId(i as u32));
+        }
+    }
+    let mut tuples: Vec<Vec<TArg>> = Vec::new();
+    // Symbols of this search do not exist in later lowerings: keep concrete tuples only.
+    for t in finder.tuples_of(&mut l, kernel, 0) {
+        if t.iter().all(is_concrete) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES {
+            tuples.push(t);
+        }
+    }
+    tuples
+}
+
+/// A template argument with no symbol or unresolved type in it.
+fn is_concrete(a: &TArg) -> bool {
+    match a {
+        TArg::Value(super::CVal::Int(..)) => true,
+        TArg::Value(super::CVal::Sym(..)) => false,
+        TArg::Type(t) => !matches!(t, super::Type::Opaque(_)),
+        TArg::Pack(items) => items.iter().all(is_concrete),
+    }
+}
+
+struct Finder {
+    /// Instantiation environments of host function templates, by declaration.
+    envs: HashMap<DeclId, Vec<TemplateEnv>>,
+    function_nodes: HashMap<usize, DeclId>,
+}
+
+impl Finder {
+    /// Argument tuples of template-ids naming `target` (explicit instantiations included).
+    fn tuples_of<'u>(&mut self, l: &mut Lowerer<'u>, target: DeclId, depth: u32) -> Vec<Vec<TArg>> {
+        let d = l.index.decl(target).clone();
+        let name = d.name.clone();
+        let mut out = Vec::new();
+        for frag in l.unit.fragments.iter() {
+            if !frag.text.contains(name.as_str()) {
+                continue;
+            }
+            let frag: &'u Fragment = frag;
+            let root = syntax::tree(frag).root_node();
+            for occurrence in template_ids(frag, root, &name) {
+                let Some(args) = occurrence.field("arguments") else { continue };
+                let (enclosing, scope) = self.enclosing(l, occurrence);
+                let envs = match enclosing {
+                    Some(f) if l.index.decl(f).template.is_some() => {
+                        if depth >= MAX_DEPTH || f == target {
+                            continue;
+                        }
+                        self.envs_of(l, f, depth + 1)
+                    }
+                    _ => vec![TemplateEnv::new()],
+                };
+                for env in envs {
+                    let ctx = Ctx {
+                        frag,
+                        scope,
+                        tenv: Rc::new(env),
+                        class: None,
+                    };
+                    let tuple = l.in_ctx(ctx, |l2| {
+                        l2.blocks.push(Vec::new());
+                        l2.bind_preceding_constants(occurrence);
+                        let t = l2.template_args(args);
+                        l2.blocks.pop();
+                        t
+                    });
+                    if !out.contains(&tuple) {
+                        out.push(tuple);
+                    }
+                    if out.len() >= MAX_TUPLES {
+                        return out;
+                    }
+                }
+            }
+        }
+        // `template void f<…>(…);`
+        for &(node, frag, scope) in &l.index.instantiations.clone() {
+            let Some(decl) = node.field("declarator") else { continue };
+            let Some((_, name_node)) = declarator_name(frag, decl) else { continue };
+            if name_node.kind() != "template_function" {
+                continue;
+            }
+            let base = name_node.field("name").map(|n| syntax::text(frag, n)).unwrap_or("");
+            if base != name {
+                continue;
+            }
+            let Some(args) = name_node.field("arguments") else { continue };
+            let ctx = Ctx {
+                frag,
+                scope,
+                tenv: Rc::new(TemplateEnv::new()),
+                class: None,
+            };
+            let tuple = l.in_ctx(ctx, |l2| l2.template_args(args));
+            if !out.contains(&tuple) {
+                out.push(tuple);
+            }
+        }
+        out
+    }
+
+    /// The template environments a host function template is instantiated with.
+    fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> Vec<TemplateEnv> {
+        if let Some(e) = self.envs.get(&f) {
+            return e.clone();
+        }
+        self.envs.insert(f, Vec::new());
+        let d = l.index.decl(f).clone();
+        let Some(params) = d.template else {
+            return vec![TemplateEnv::new()];
+        };
+        let tuples = self.tuples_of(l, f, depth);
+        let ctx = Ctx {
+            frag: d.frag,
+            scope: d.scope,
+            tenv: Rc::new(TemplateEnv::new()),
+            class: None,
+        };
+        let envs: Vec<TemplateEnv> = tuples
+            .iter()
+            .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::new(), true))
+            .collect();
+        self.envs.insert(f, envs.clone());
+        envs
+    }
+
+    /// The function definition around a node, and the scope to look names up in.
+    fn enclosing<'u>(&self, l: &Lowerer<'u>, node: Node<'u>) -> (Option<DeclId>, super::ScopeId) {
+        let mut n = node.parent();
+        while let Some(p) = n {
+            if p.kind() == "function_definition" {
+                if let Some(&id) = self.function_nodes.get(&p.id()) {
+                    return (Some(id), l.index.decl(id).scope);
+                }
+            }
+            n = p.parent();
+        }
+        (None, super::index::GLOBAL)
+    }
+}
+
+/// Template-ids (`name<…>`) naming `name` under `root`.
+fn template_ids<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        // Skip subtrees whose text cannot contain the name.
+        let range = n.byte_range();
+        if !frag.text.get(range).is_some_and(|t| t.contains(name)) {
+            continue;
+        }
+        if matches!(n.kind(), "template_function" | "template_type") {
+            if n.field("name").is_some_and(|x| syntax::text(frag, x) == name) {
+                out.push(n);
+            }
+        }
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
+impl<'u> Lowerer<'u> {
+    /// Binds the `const`/`constexpr` locals declared before `node` in the blocks
+    /// that enclose it and that `node` needs (host code choosing template
+    /// arguments): only declarations of names the arguments mention, and of
+    /// names their initializers mention, are evaluated.
+    fn bind_preceding_constants(&mut self, node: Node<'u>) {
+        let mut decls: Vec<(Node<'u>, Vec<String>)> = Vec::new();
+        let mut n = node;
+        while let Some(p) = n.parent() {
+            if p.kind() == "compound_statement" {
+                for stmt in named_children(p) {
+                    if stmt.start_byte() >= n.start_byte() {
+                        break;
+                    }
+                    if stmt.kind() == "declaration" {
+                        let text = syntax::text(self.frag(), stmt);
+                        if text.contains("constexpr") || text.split_whitespace().any(|w| w == "const") {
+                            let mut cursor = stmt.walk();
+                            let names: Vec<String> = stmt
+                                .children_by_field_name("declarator", &mut cursor)
+                                .filter_map(|d| declarator_name(self.frag(), d).map(|(n, _)| n))
+                                .collect();
+                            decls.push((stmt, names));
+                        }
+                    }
+                }
+            }
+            if p.kind() == "function_definition" {
+                break;
+            }
+            n = p;
+        }
+        // Walk back from the use: keep declarations whose names are needed.
+        let mut needed = identifiers(self.frag(), node);
+        let mut chosen = Vec::new();
+        for (stmt, names) in decls.iter().rev() {
+            if names.iter().any(|n| needed.contains(n)) {
+                needed.extend(identifiers(self.frag(), *stmt));
+                chosen.push(*stmt);
+            }
+        }
+        for stmt in chosen.into_iter().rev() {
+            self.local_declaration(stmt);
+        }
+    }
+}
+
+/// The identifiers under a node.
+fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let mut stack = vec![node];
+    let mut cursor = node.walk();
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "identifier" | "type_identifier") {
+            out.insert(syntax::text(frag, n).to_string());
+        }
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}

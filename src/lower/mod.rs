@@ -1,0 +1,696 @@
+//! Lowering: from the syntax of one translation unit to kernel IR.
+//!
+//! Input: a preprocessed [`Unit`], its [`Index`], a kernel and a template
+//! argument tuple. Output: an [`ir::Kernel`] with every device function,
+//! member function and lambda inlined, templates instantiated, `constexpr`
+//! evaluated where constant, and `if constexpr` resolved.
+//!
+//! The lowering is a symbolic evaluator of C++: expressions evaluate to
+//! [`Value`]s (IR expressions with C++ types), effects become IR statements in
+//! program order. Compile-time constants fold as they are built, so dead
+//! branches of constant conditions disappear, which is what makes a
+//! `width == warp_size` test inside a helper decide which code the kernel has.
+//!
+//! Invariant: nothing is dropped silently. A construct the lowering does not
+//! model becomes an `Unknown` statement and an entry of `Kernel::unknowns`
+//! (reason and span), and its value is `Value::Unknown`.
+
+mod builtins;
+mod call;
+mod expr;
+pub mod index;
+pub mod instantiate;
+mod layout;
+mod stmt;
+pub mod types;
+mod value;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use tree_sitter::Node;
+
+use crate::syntax::NodeExt;
+
+use crate::ir::{self, Expr, Kernel, LabelId, MemObject, ObjectId, ObjectKind, OpId, ScalarTy, Space, Stmt, StmtKind, SymId, SymKind, VarId};
+use crate::preprocess::{Fragment, Unit};
+use crate::source::Span;
+use crate::syntax;
+
+pub use index::{DeclId, Index, ScopeId};
+use layout::Layout;
+pub use types::{CVal, ClassInst, TArg, Type};
+pub use value::{Binding, Place, Ptr, PtrBase, TemplateEnv, Value};
+
+/// What lowering needs to know about the target.
+#[derive(Clone, Debug)]
+pub struct LowerConfig {
+    /// The warp size the kernel is analysed for (`--warp-size`).
+    pub warp_size: u32,
+    /// Deepest chain of inlined calls.
+    pub max_inline_depth: usize,
+    /// Deepest nesting of expressions and statements followed.
+    pub max_nesting: usize,
+}
+
+impl Default for LowerConfig {
+    fn default() -> Self {
+        LowerConfig {
+            warp_size: 32,
+            max_inline_depth: 48,
+            max_nesting: 600,
+        }
+    }
+}
+
+/// Where names are looked up and types resolved: a fragment, a scope of the
+/// index, template arguments in force and the enclosing class.
+#[derive(Clone)]
+pub(crate) struct Ctx<'u> {
+    pub frag: &'u Fragment,
+    pub scope: ScopeId,
+    pub tenv: Rc<TemplateEnv>,
+    pub class: Option<Rc<ClassInst>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TargetKind {
+    Loop,
+    Switch,
+}
+
+/// A `break`/`continue` target.
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    label: LabelId,
+    kind: TargetKind,
+}
+
+/// How an inlined function returns.
+struct Ret {
+    label: LabelId,
+    ty: Type,
+    /// Returns a reference: the result is a place.
+    by_ref: bool,
+    slot: Option<Place>,
+    /// The value of a `return` reached unconditionally.
+    definite: Option<Value>,
+    definite_place: Option<Place>,
+    /// Some `return` happened under a condition (an `Exit` was emitted).
+    conditional: bool,
+}
+
+/// One function being lowered (the kernel or an inlined callee).
+struct Frame<'u> {
+    ctx: Ctx<'u>,
+    locals: Vec<HashMap<String, Binding>>,
+    this: Option<Place>,
+    ret: Option<Ret>,
+    targets: Vec<Target>,
+    usings: Vec<ScopeId>,
+    /// The function and arguments, to detect recursion.
+    key: Option<(DeclId, String)>,
+    /// Nesting of conditionals and loops inside this function: a `return` at
+    /// depth 0 is reached whenever the function is.
+    cond_depth: u32,
+}
+
+/// A lambda: its node and what it captured.
+struct Closure<'u> {
+    node: Node<'u>,
+    ctx: Ctx<'u>,
+    captured: Vec<HashMap<String, Binding>>,
+    this: Option<Place>,
+}
+
+pub struct Lowerer<'u> {
+    unit: &'u Unit,
+    index: &'u Index<'u>,
+    config: &'u LowerConfig,
+    k: Kernel,
+    frames: Vec<Frame<'u>>,
+    blocks: Vec<Vec<Stmt>>,
+    /// The current point is unreachable (after an unconditional exit).
+    dead: bool,
+    /// Spans of the calls (in the kernel's own body) being inlined.
+    sites: Vec<Span>,
+    ptr_slots: Vec<PtrBase>,
+    next_label: u32,
+    /// Static `__shared__` arrays by declaration and instantiation.
+    shared: HashMap<(usize, String), ObjectId>,
+    dynamic_shared: Option<ObjectId>,
+    untraced: HashMap<Space, ObjectId>,
+    layouts: HashMap<Rc<ClassInst>, Rc<Layout>>,
+    globals: HashMap<(DeclId, String), Binding>,
+    enum_values: HashMap<DeclId, i128>,
+    closures: Vec<Closure<'u>>,
+    ops: HashMap<String, OpId>,
+    syms: HashMap<String, SymId>,
+    depth: usize,
+}
+
+/// A kernel definition: what `warpdrf kernels` lists.
+#[derive(Clone, Debug)]
+pub struct KernelDef {
+    pub decl: DeclId,
+    pub name: String,
+    /// The kernel's name in its definition.
+    pub span: Span,
+    /// Template parameters as written (`int N`, `typename T = float`).
+    pub template_params: Vec<String>,
+}
+
+/// The kernels of a unit, in order.
+pub fn kernel_defs(index: &Index) -> Vec<KernelDef> {
+    index
+        .kernels
+        .iter()
+        .map(|k| {
+            let d = index.decl(k.decl);
+            let name_node = d
+                .node
+                .field("declarator")
+                .and_then(|decl| index::declarator_name(d.frag, decl))
+                .map(|(_, n)| n)
+                .unwrap_or(d.node);
+            let template_params = d
+                .template
+                .map(|t| {
+                    syntax::named_children(t)
+                        .into_iter()
+                        .map(|p| index::normalize_spaces(syntax::text(d.frag, p)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            KernelDef {
+                decl: k.decl,
+                name: d.name.clone(),
+                span: syntax::span(d.frag, name_node),
+                template_params,
+            }
+        })
+        .collect()
+}
+
+/// Lowers one kernel instantiation. `args` binds its template parameters in
+/// order; missing ones take their defaults or stay symbolic.
+pub fn lower_kernel(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId, args: &[TArg]) -> Kernel {
+    let mut l = Lowerer::new(unit, index, config, kernel);
+    l.kernel(kernel, args);
+    l.finish()
+}
+
+impl<'u> Lowerer<'u> {
+    fn new(unit: &'u Unit, index: &'u Index<'u>, config: &'u LowerConfig, kernel: DeclId) -> Lowerer<'u> {
+        let d = index.decl(kernel);
+        let span = syntax::span(d.frag, d.node);
+        Lowerer {
+            unit,
+            index,
+            config,
+            k: Kernel {
+                name: d.name.clone(),
+                span,
+                template_args: Vec::new(),
+                params: Vec::new(),
+                vars: Vec::new(),
+                objects: Vec::new(),
+                syms: Vec::new(),
+                ops: Vec::new(),
+                launch_bounds: None,
+                exit_label: LabelId(0),
+                body: ir::Block::default(),
+                unknowns: Vec::new(),
+            },
+            frames: Vec::new(),
+            blocks: Vec::new(),
+            dead: false,
+            sites: Vec::new(),
+            ptr_slots: Vec::new(),
+            next_label: 1,
+            shared: HashMap::new(),
+            dynamic_shared: None,
+            untraced: HashMap::new(),
+            layouts: HashMap::new(),
+            globals: HashMap::new(),
+            enum_values: HashMap::new(),
+            closures: Vec::new(),
+            ops: HashMap::new(),
+            syms: HashMap::new(),
+            depth: 0,
+        }
+    }
+
+    fn finish(mut self) -> Kernel {
+        self.k.unknowns.sort();
+        self.k.unknowns.dedup();
+        self.k
+    }
+
+    // ----- contexts and frames -------------------------------------------------
+
+    fn frame(&self) -> &Frame<'u> {
+        self.frames.last().expect("lowering always runs inside a frame")
+    }
+
+    fn frame_mut(&mut self) -> &mut Frame<'u> {
+        self.frames.last_mut().expect("lowering always runs inside a frame")
+    }
+
+    fn ctx(&self) -> &Ctx<'u> {
+        &self.frame().ctx
+    }
+
+    fn frag(&self) -> &'u Fragment {
+        self.frame().ctx.frag
+    }
+
+    fn text(&self, node: Node) -> &'u str {
+        syntax::text(self.frag(), node)
+    }
+
+    fn span(&self, node: Node) -> Span {
+        syntax::span(self.frag(), node)
+    }
+
+    fn push_frame(&mut self, ctx: Ctx<'u>) {
+        self.frames.push(Frame {
+            ctx,
+            locals: vec![HashMap::new()],
+            this: None,
+            ret: None,
+            targets: Vec::new(),
+            usings: Vec::new(),
+            key: None,
+            cond_depth: 0,
+        });
+    }
+
+    /// Runs `f` with `ctx` as the lookup context (no locals, no `this`):
+    /// evaluating a class's static member or a default argument.
+    fn in_ctx<T>(&mut self, ctx: Ctx<'u>, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.push_frame(ctx);
+        let result = f(self);
+        self.frames.pop();
+        result
+    }
+
+    fn bind(&mut self, name: &str, b: Binding) {
+        self.frame_mut()
+            .locals
+            .last_mut()
+            .expect("a frame has a scope")
+            .insert(name.to_string(), b);
+    }
+
+    fn lookup_local(&self, name: &str) -> Option<Binding> {
+        let frame = self.frame();
+        for scope in frame.locals.iter().rev() {
+            if let Some(b) = scope.get(name) {
+                return Some(b.clone());
+            }
+        }
+        frame.ctx.tenv.get(name).map(|a| match a {
+            TArg::Type(t) => Binding::Type(t.clone()),
+            TArg::Value(v) => Binding::Value(self.cval_value(*v)),
+            TArg::Pack(items) => {
+                if items.iter().all(|i| matches!(i, TArg::Type(_))) && !items.is_empty() {
+                    Binding::TypePack(
+                        items
+                            .iter()
+                            .filter_map(|i| match i {
+                                TArg::Type(t) => Some(t.clone()),
+                                _ => None,
+                            })
+                            .collect(),
+                    )
+                } else {
+                    Binding::Pack(
+                        items
+                            .iter()
+                            .map(|i| match i {
+                                TArg::Type(t) => Binding::Type(t.clone()),
+                                TArg::Value(v) => Binding::Value(self.cval_value(*v)),
+                                TArg::Pack(_) => Binding::Value(Value::Void),
+                            })
+                            .collect(),
+                    )
+                }
+            }
+        })
+    }
+
+    fn cval_value(&self, v: CVal) -> Value {
+        match v {
+            CVal::Int(i, ty) => Value::Scalar(
+                if ty == ScalarTy::Bool {
+                    Expr::Bool(i != 0)
+                } else {
+                    Expr::int(i, ty)
+                },
+                scalar_type(ty),
+            ),
+            CVal::Sym(s, ty) => Value::Scalar(Expr::Sym(s), scalar_type(ty)),
+        }
+    }
+
+    // ----- output --------------------------------------------------------------
+
+    fn site(&self, span: Span) -> Span {
+        self.sites.first().copied().unwrap_or(span)
+    }
+
+    fn emit(&mut self, kind: StmtKind, span: Span) {
+        if self.dead {
+            return;
+        }
+        let site = self.site(span);
+        self.blocks
+            .last_mut()
+            .expect("statements are emitted into a block")
+            .push(Stmt { kind, span, site });
+    }
+
+    fn emit_at(&mut self, kind: StmtKind, node: Node) {
+        let span = self.span(node);
+        self.emit(kind, span);
+    }
+
+    /// Lowers `f` into a fresh block and returns it.
+    fn sub_block(&mut self, f: impl FnOnce(&mut Self)) -> ir::Block {
+        self.blocks.push(Vec::new());
+        f(self);
+        ir::Block(self.blocks.pop().expect("pushed above"))
+    }
+
+    /// Records an unmodelled construct: an `Unknown` statement and a kernel unknown.
+    fn unknown(&mut self, node: Node, reason: impl Into<String>) {
+        let span = self.span(node);
+        self.unknown_at(span, reason.into());
+    }
+
+    fn unknown_at(&mut self, span: Span, reason: String) {
+        let site = self.site(span);
+        self.k.unknowns.push(ir::Unknown {
+            reason: reason.clone(),
+            span: site,
+        });
+        if let Some(block) = self.blocks.last_mut() {
+            if !self.dead {
+                block.push(Stmt {
+                    kind: StmtKind::Unknown { reason },
+                    span,
+                    site,
+                });
+            }
+        }
+    }
+
+    fn unknown_value(&mut self, node: Node, reason: impl Into<String>) -> Value {
+        self.unknown(node, reason);
+        Value::Unknown(Type::Opaque("unknown".into()))
+    }
+
+    fn new_label(&mut self) -> LabelId {
+        let l = LabelId(self.next_label);
+        self.next_label += 1;
+        l
+    }
+
+    fn new_var(&mut self, name: &str, ty: ScalarTy, span: Span) -> VarId {
+        let id = VarId(self.k.vars.len() as u32);
+        self.k.vars.push(ir::VarInfo {
+            name: name.to_string(),
+            ty,
+            span,
+        });
+        id
+    }
+
+    fn new_object(&mut self, name: &str, space: Space, kind: ObjectKind, elem: &Type, span: Span) -> ObjectId {
+        let id = ObjectId(self.k.objects.len() as u32);
+        self.k.objects.push(MemObject {
+            name: name.to_string(),
+            space,
+            kind,
+            elem: elem.display(),
+            restrict: false,
+            span,
+        });
+        id
+    }
+
+    /// The object standing for untraceable memory of a space.
+    fn untraced(&mut self, space: Space) -> ObjectId {
+        if let Some(&o) = self.untraced.get(&space) {
+            return o;
+        }
+        let name = format!("<untraced {}>", format!("{space:?}").to_lowercase());
+        let span = self.k.span;
+        let o = self.new_object(&name, space, ObjectKind::Untraced, &Type::Opaque("?".into()), span);
+        self.untraced.insert(space, o);
+        o
+    }
+
+    fn op(&mut self, name: &str) -> OpId {
+        if let Some(&o) = self.ops.get(name) {
+            return o;
+        }
+        let id = OpId(self.k.ops.len() as u32);
+        self.k.ops.push(ir::OpInfo { name: name.to_string() });
+        self.ops.insert(name.to_string(), id);
+        id
+    }
+
+    /// A symbolic grid-uniform constant, one per name.
+    fn sym(&mut self, name: &str, ty: ScalarTy, kind: SymKind) -> SymId {
+        if let Some(&s) = self.syms.get(name) {
+            return s;
+        }
+        let id = SymId(self.k.syms.len() as u32);
+        self.k.syms.push(ir::SymInfo {
+            name: name.to_string(),
+            ty,
+            kind,
+        });
+        self.syms.insert(name.to_string(), id);
+        id
+    }
+
+    /// Guards recursion over deeply nested syntax.
+    fn enter(&mut self, node: Node) -> bool {
+        self.depth += 1;
+        if self.depth > self.config.max_nesting {
+            self.depth -= 1;
+            self.unknown(node, "nesting too deep to follow");
+            return false;
+        }
+        true
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    // ----- the kernel ----------------------------------------------------------
+
+    fn kernel(&mut self, kernel: DeclId, args: &[TArg]) {
+        let d = self.index.decl(kernel).clone();
+        let span = self.k.span;
+        let ctx = Ctx {
+            frag: d.frag,
+            scope: d.scope,
+            tenv: Rc::new(TemplateEnv::new()),
+            class: None,
+        };
+        self.push_frame(ctx);
+        // Template parameters: explicit arguments, then defaults, then symbols.
+        if let Some(params) = d.template {
+            let ctx = self.ctx().clone();
+            let env = self.bind_template_params(ctx, params, args, &TemplateEnv::new(), true);
+            self.frame_mut().ctx.tenv = Rc::new(env.clone());
+            let mut shown = Vec::new();
+            for p in syntax::named_children(params) {
+                if let Some(name) = call::template_param_name(d.frag, p) {
+                    if let Some(a) = env.get(&name) {
+                        shown.push(ir::TemplateArg {
+                            name: name.clone(),
+                            value: self.targ_display(a),
+                        });
+                    }
+                }
+            }
+            self.k.template_args = shown;
+        }
+        let exit = self.new_label();
+        self.k.exit_label = exit;
+        self.blocks.push(Vec::new());
+        self.launch_bounds(d.node);
+        if let Some(decl) = d.node.field("declarator") {
+            self.kernel_params(decl);
+        }
+        if let Some(body) = d.node.field("body") {
+            self.compound(body);
+        } else {
+            self.unknown_at(span, "kernel without a body".into());
+        }
+        let body = self.blocks.pop().expect("pushed above");
+        self.k.body = ir::Block(body);
+        self.frames.pop();
+    }
+
+    fn targ_display(&self, a: &TArg) -> String {
+        match a {
+            TArg::Value(CVal::Sym(s, _)) => format!("<symbolic {}>", self.k.syms[s.index()].name),
+            other => other.display(),
+        }
+    }
+
+    fn launch_bounds(&mut self, node: Node<'u>) {
+        let lb = syntax::named_children(node)
+            .into_iter()
+            .find(|c| c.kind() == "launch_bounds")
+            .or_else(|| {
+                // `__global__ void __launch_bounds__(…) name(…)` puts it in the declarator.
+                node.field("declarator").and_then(|d| {
+                    syntax::named_children(d)
+                        .into_iter()
+                        .find(|c| c.kind() == "launch_bounds")
+                })
+            });
+        if let Some(lb) = lb {
+            if let Some(first) = syntax::named_children(lb).first().copied() {
+                let v = self.scratch_expr(first);
+                if let Value::Scalar(e, _) = v {
+                    self.k.launch_bounds = Some(e);
+                }
+            }
+        }
+    }
+
+    /// Evaluates an expression whose statements are not wanted (constant contexts).
+    fn scratch_expr(&mut self, node: Node<'u>) -> Value {
+        let dead = self.dead;
+        self.dead = false;
+        self.blocks.push(Vec::new());
+        let v = self.expr(node);
+        self.blocks.pop();
+        self.dead = dead;
+        v
+    }
+
+    fn kernel_params(&mut self, declarator: Node<'u>) {
+        let mut d = declarator;
+        while d.kind() != "function_declarator" {
+            match d.field("declarator") {
+                Some(inner) => d = inner,
+                None => return,
+            }
+        }
+        let Some(params) = d.field("parameters") else {
+            return;
+        };
+        for (index, p) in syntax::named_children(params).into_iter().enumerate() {
+            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+                if p.kind() == "variadic_parameter_declaration" || p.kind() == "variadic_parameter" {
+                    self.unknown(p, "variadic kernel parameters");
+                }
+                continue;
+            }
+            let (ty, name) = self.declared_type(p);
+            let name = name.unwrap_or_else(|| format!("param{index}"));
+            let restrict = self.text(p).contains("__restrict__") || self.text(p).contains("restrict");
+            let span = self.span(p);
+            let place = self.param_place(&name, &ty, index as u32, "", restrict, span);
+            self.bind(&name, Binding::Place(place));
+        }
+    }
+
+    /// The place of a kernel parameter (or a member of a by-value struct parameter):
+    /// pointers get their own global object, scalars an IR parameter.
+    fn param_place(&mut self, name: &str, ty: &Type, index: u32, path: &str, restrict: bool, span: Span) -> Place {
+        let ty = ty.strip_ref().clone();
+        let full = if path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{path}.{name}")
+        };
+        match &ty {
+            Type::Ptr(pointee) => {
+                let space = Space::Global;
+                let obj = self.new_object(&full, space, ObjectKind::Param { index, path: path.to_string() }, pointee, span);
+                self.k.objects[obj.index()].restrict = restrict;
+                let off = self.new_var(&full, ScalarTy::I64, span);
+                let slot = self.ptr_slots.len();
+                self.ptr_slots.push(PtrBase::Set(Some(obj)));
+                self.emit(
+                    StmtKind::Assign {
+                        var: off,
+                        value: Expr::int(0, ScalarTy::I64),
+                    },
+                    span,
+                );
+                Place::PtrVar {
+                    offset: off,
+                    slot,
+                    pointee: (**pointee).clone(),
+                }
+            }
+            t if t.is_arith() => {
+                let sty = t.scalar();
+                let pi = self.k.params.len() as u32;
+                self.k.params.push(ir::Param {
+                    name: full.clone(),
+                    ty_text: t.display(),
+                    ty: sty,
+                });
+                let var = self.new_var(&full, sty, span);
+                self.emit(StmtKind::Assign { var, value: Expr::Param(pi) }, span);
+                Place::Var(var, t.clone())
+            }
+            Type::Class(_) | Type::Vector(_) => {
+                let fields = self.fields_of(&ty);
+                match fields {
+                    Some(fields) if !self.has_array(&ty) => {
+                        let places = fields
+                            .iter()
+                            .map(|(fname, fty)| self.param_place(fname, fty, index, &full, restrict, span))
+                            .collect();
+                        Place::Fields(ty.clone(), places)
+                    }
+                    _ => {
+                        // A struct holding arrays: its contents are per-launch constants we do not track.
+                        let obj = self.new_object(&full, Space::Local, ObjectKind::Local { bytes: None }, &ty, span);
+                        Place::Mem(
+                            Ptr {
+                                object: Some(obj),
+                                offset: Expr::int(0, ScalarTy::I64),
+                                pointee: ty.clone(),
+                            },
+                            ty.clone(),
+                        )
+                    }
+                }
+            }
+            _ => {
+                let pi = self.k.params.len() as u32;
+                self.k.params.push(ir::Param {
+                    name: full.clone(),
+                    ty_text: ty.display(),
+                    ty: ScalarTy::Opaque,
+                });
+                Place::Temp(Value::Scalar(Expr::Param(pi), ty.clone()))
+            }
+        }
+    }
+}
+
+/// The C++ type of an IR scalar type.
+pub fn scalar_type(ty: ScalarTy) -> Type {
+    match ty {
+        ScalarTy::Bool => Type::Bool,
+        ScalarTy::Int { bits, signed } => Type::int(bits, signed),
+        ScalarTy::Float(k) => Type::Float(k),
+        ScalarTy::Opaque => Type::Opaque("opaque".into()),
+    }
+}

@@ -1,0 +1,678 @@
+//! Statements and local declarations.
+//!
+//! Conditions that fold to constants keep only the branch taken (`if
+//! constexpr` must fold). Code after an unconditional `return`, `break` or
+//! `continue` is unreachable and not lowered. `switch` becomes a labelled
+//! block holding a chain of `if`s, one per entry point, each running the
+//! cases from there until a `break` (fallthrough is copied, not shared).
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use crate::syntax::NodeExt;
+
+use super::call::Operand;
+use super::expr::init_of;
+use super::index::normalize;
+use super::types::Type;
+use super::value::{Binding, Place, Ptr, Value};
+use super::{Lowerer, Target, TargetKind};
+use crate::ir::fold;
+use crate::ir::{BinOp, Block, Expr, ExitKind, Loop, ObjectKind, ScalarTy, Space, StmtKind};
+use crate::syntax::{self, named_children};
+
+impl<'u> Lowerer<'u> {
+    pub(super) fn compound(&mut self, node: Node<'u>) {
+        self.frame_mut().locals.push(HashMap::new());
+        for child in named_children(node) {
+            if self.dead {
+                break;
+            }
+            self.stmt(child);
+        }
+        self.frame_mut().locals.pop();
+    }
+
+    /// A statement in its own scope (the body of an `if` or loop).
+    fn scoped_stmt(&mut self, node: Node<'u>) {
+        self.frame_mut().locals.push(HashMap::new());
+        self.stmt(node);
+        self.frame_mut().locals.pop();
+    }
+
+    pub(super) fn stmt(&mut self, node: Node<'u>) {
+        if !self.enter(node) {
+            return;
+        }
+        match node.kind() {
+            "compound_statement" => self.compound(node),
+            "expression_statement" => {
+                for child in named_children(node) {
+                    if child.kind() != "comment" {
+                        self.expr(child);
+                    }
+                }
+            }
+            "declaration" => self.local_declaration(node),
+            "if_statement" => self.if_stmt(node),
+            "for_statement" => self.for_stmt(node),
+            "while_statement" => self.while_stmt(node),
+            "do_statement" => self.do_stmt(node),
+            "for_range_loop" => self.unknown(node, "range-based for loop"),
+            "switch_statement" => self.switch_stmt(node),
+            "break_statement" => self.jump(node, ExitKind::Break),
+            "continue_statement" => self.jump(node, ExitKind::Continue),
+            "return_statement" => self.return_stmt(node),
+            "labeled_statement" | "attributed_statement" => {
+                for child in named_children(node) {
+                    if !matches!(child.kind(), "statement_identifier" | "attribute_declaration") {
+                        self.stmt(child);
+                    }
+                }
+            }
+            "static_assert_declaration" => self.static_assert(node),
+            "type_definition" | "alias_declaration" => self.local_alias(node),
+            "using_declaration" => self.local_using(node),
+            "namespace_alias_definition" => {
+                if let (Some(name), Some(value)) = (node.field("name"), named_children(node).last().copied()) {
+                    let path = normalize(self.text(value));
+                    let parts: Vec<&str> = path.split("::").collect();
+                    if let Some(s) = self.resolve_scope_path(&parts) {
+                        let name = self.text(name).to_string();
+                        self.bind(&name, Binding::Namespace(s));
+                    }
+                }
+            }
+            "comment" | "empty_statement" | ";" => {}
+            "goto_statement" => self.unknown(node, "goto"),
+            "try_statement" | "throw_statement" | "seh_try_statement" => self.unknown(node, format!("`{}`", node.kind())),
+            "ERROR" => {
+                let text = super::index::normalize_spaces(self.text(node));
+                let short: String = text.chars().take(60).collect();
+                self.unknown(node, format!("code the parser could not read: `{short}`"));
+            }
+            "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier" => {
+                self.unknown(node, "class defined inside a function")
+            }
+            other => self.unknown(node, format!("unsupported statement `{other}`")),
+        }
+        self.leave();
+    }
+
+    fn jump(&mut self, node: Node<'u>, kind: ExitKind) {
+        let target = self
+            .frame()
+            .targets
+            .iter()
+            .rev()
+            .find(|t| kind == ExitKind::Break || t.kind == TargetKind::Loop)
+            .copied();
+        match target {
+            Some(t) => {
+                self.emit_at(StmtKind::Exit { label: t.label, kind }, node);
+                self.dead = true;
+            }
+            None => self.unknown(node, format!("`{}` outside a loop", self.text(node).trim())),
+        }
+    }
+
+    /// The condition of an `if`/`while`/`switch` (with its optional declaration).
+    fn condition(&mut self, clause: Node<'u>) -> Value {
+        if let Some(init) = clause.field("initializer") {
+            for child in named_children(init) {
+                match child.kind() {
+                    "declaration" => self.local_declaration(child),
+                    _ => {
+                        self.expr(child);
+                    }
+                }
+            }
+        }
+        let Some(value) = clause.field("value") else {
+            return Value::Scalar(Expr::Bool(true), Type::Bool);
+        };
+        if value.kind() == "declaration" {
+            self.local_declaration(value);
+            let name = value
+                .field("declarator")
+                .and_then(|d| super::index::declarator_name(self.frag(), d))
+                .map(|(n, _)| n);
+            return match name.and_then(|n| self.lookup_local(&n)) {
+                Some(Binding::Place(p)) => self.read(&p, value),
+                Some(Binding::Value(v)) => v,
+                _ => Value::Unknown(Type::Bool),
+            };
+        }
+        self.expr(value)
+    }
+
+    fn if_stmt(&mut self, node: Node<'u>) {
+        let constexpr = syntax::has_token(node, "constexpr");
+        self.frame_mut().locals.push(HashMap::new());
+        let cv = match node.field("condition") {
+            Some(c) => self.condition(c),
+            None => Value::Scalar(Expr::Bool(true), Type::Bool),
+        };
+        let cond = self.truth(cv, node);
+        let consequence = node.field("consequence");
+        let alternative = node
+            .field("alternative")
+            .and_then(|e| named_children(e).into_iter().find(|c| c.kind() != "comment"));
+        match cond.as_bool() {
+            Some(taken) => {
+                let branch = if taken { consequence } else { alternative };
+                if let Some(b) = branch {
+                    self.scoped_stmt(b);
+                }
+            }
+            None => {
+                if constexpr {
+                    self.unknown(node, "`if constexpr` whose condition is not a known constant");
+                }
+                self.frame_mut().cond_depth += 1;
+                let then_block = self.sub_block(|l| {
+                    if let Some(b) = consequence {
+                        l.scoped_stmt(b);
+                    }
+                });
+                let then_dead = std::mem::replace(&mut self.dead, false);
+                let else_block = self.sub_block(|l| {
+                    if let Some(b) = alternative {
+                        l.scoped_stmt(b);
+                    }
+                });
+                let else_dead = std::mem::replace(&mut self.dead, false);
+                self.frame_mut().cond_depth -= 1;
+                if !then_block.0.is_empty() || !else_block.0.is_empty() {
+                    self.emit_at(
+                        StmtKind::If {
+                            cond,
+                            then_block,
+                            else_block,
+                        },
+                        node,
+                    );
+                }
+                self.dead = then_dead && else_dead;
+            }
+        }
+        self.frame_mut().locals.pop();
+    }
+
+    /// Lowers a loop; `cond_node` is evaluated before the body (or after it).
+    fn lower_loop(&mut self, node: Node<'u>, test_first: bool, cond_node: Option<Node<'u>>, body: Option<Node<'u>>, update: Option<Node<'u>>) {
+        let label = self.new_label();
+        self.frame_mut().cond_depth += 1;
+        self.frame_mut().targets.push(Target {
+            label,
+            kind: TargetKind::Loop,
+        });
+        let mut cond = Expr::Bool(true);
+        let cond_pre = self.sub_block(|l| {
+            if let Some(c) = cond_node {
+                let v = if c.kind() == "condition_clause" {
+                    l.condition(c)
+                } else {
+                    l.expr(c)
+                };
+                cond = l.truth(v, c);
+            }
+        });
+        self.dead = false;
+        let body_block = self.sub_block(|l| {
+            if let Some(b) = body {
+                l.scoped_stmt(b);
+            }
+        });
+        self.dead = false;
+        let step = self.sub_block(|l| {
+            if let Some(u) = update {
+                l.expr(u);
+            }
+        });
+        self.dead = false;
+        self.frame_mut().targets.pop();
+        self.frame_mut().cond_depth -= 1;
+        // A loop whose condition is false at the top never runs its body.
+        if test_first && cond.as_bool() == Some(false) && cond_pre.0.is_empty() {
+            return;
+        }
+        self.emit_at(
+            StmtKind::Loop(Loop {
+                label,
+                test_first,
+                cond_pre,
+                cond,
+                body: body_block,
+                step,
+            }),
+            node,
+        );
+    }
+
+    fn for_stmt(&mut self, node: Node<'u>) {
+        self.frame_mut().locals.push(HashMap::new());
+        if let Some(init) = node.field("initializer") {
+            match init.kind() {
+                "declaration" => self.local_declaration(init),
+                _ => {
+                    self.expr(init);
+                }
+            }
+        }
+        self.lower_loop(
+            node,
+            true,
+            node.field("condition"),
+            node.field("body"),
+            node.field("update"),
+        );
+        self.frame_mut().locals.pop();
+    }
+
+    fn while_stmt(&mut self, node: Node<'u>) {
+        self.frame_mut().locals.push(HashMap::new());
+        self.lower_loop(node, true, node.field("condition"), node.field("body"), None);
+        self.frame_mut().locals.pop();
+    }
+
+    fn do_stmt(&mut self, node: Node<'u>) {
+        self.lower_loop(node, false, node.field("condition"), node.field("body"), None);
+    }
+
+    fn switch_stmt(&mut self, node: Node<'u>) {
+        self.frame_mut().locals.push(HashMap::new());
+        let v = match node.field("condition") {
+            Some(c) => self.condition(c),
+            None => Value::Void,
+        };
+        let (scrutinee, sty) = match v {
+            Value::Scalar(e, t) => (e, t),
+            _ => {
+                self.unknown(node, "switch on a non-integer value");
+                self.frame_mut().locals.pop();
+                return;
+            }
+        };
+        let cases: Vec<Node> = node
+            .field("body")
+            .map(named_children)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.kind() == "case_statement")
+            .collect();
+        let label = self.new_label();
+        self.frame_mut().targets.push(Target {
+            label,
+            kind: TargetKind::Switch,
+        });
+        // Case values.
+        let mut values: Vec<Option<Expr>> = Vec::new();
+        for c in &cases {
+            match c.field("value") {
+                Some(v) => {
+                    let val = self.scratch_expr(v);
+                    let st = sty.scalar();
+                    values.push(Some(match val {
+                        Value::Scalar(e, _) => fold::cast(st, e),
+                        _ => Expr::Bool(false),
+                    }));
+                }
+                None => values.push(None),
+            }
+        }
+        let st = sty.scalar();
+        let matches = |e: &Option<Expr>| -> Expr {
+            match e {
+                Some(e) => fold::binary(BinOp::Eq, st, scrutinee.clone(), e.clone()),
+                None => Expr::Bool(false),
+            }
+        };
+        let default = values.iter().position(|v| v.is_none());
+        // A constant scrutinee selects one entry.
+        let constant_entry = if scrutinee.is_const() {
+            values
+                .iter()
+                .position(|v| matches(v).as_bool() == Some(true))
+                .or(default)
+                .map(Some)
+        } else {
+            None
+        };
+        let body = match constant_entry {
+            // One entry, taken whenever the switch is: a `return` in it is unconditional.
+            Some(entry) => self.sub_block(|l| {
+                if let Some(e) = entry {
+                    l.cases_from(&cases, e);
+                }
+            }),
+            None => {
+                self.frame_mut().cond_depth += 1;
+                let b = self.sub_block(|l| {
+                    // if (v == c0) {cases 0..} else if (v == c1) {cases 1..} … else {default..}
+                    let mut chain = match default {
+                        Some(d) => l.sub_block(|l2| l2.cases_from(&cases, d)),
+                        None => Block::default(),
+                    };
+                    l.dead = false;
+                    for (i, val) in values.iter().enumerate().rev() {
+                        if val.is_none() {
+                            continue;
+                        }
+                        let then_block = l.sub_block(|l2| l2.cases_from(&cases, i));
+                        l.dead = false;
+                        let span = l.span(cases[i]);
+                        let site = l.site(span);
+                        chain = Block(vec![crate::ir::Stmt {
+                            kind: StmtKind::If {
+                                cond: matches(val),
+                                then_block,
+                                else_block: chain,
+                            },
+                            span,
+                            site,
+                        }]);
+                    }
+                    for s in chain.0 {
+                        if let Some(b) = l.blocks.last_mut() {
+                            b.push(s);
+                        }
+                    }
+                });
+                self.frame_mut().cond_depth -= 1;
+                self.dead = false;
+                b
+            }
+        };
+        self.frame_mut().targets.pop();
+        // Control continues after the switch unless the taken entry ended in an
+        // unconditional return (no `break` leaves the block then).
+        let mut breaks = false;
+        body.walk(&mut |s| breaks |= matches!(s.kind, StmtKind::Exit { label: l, .. } if l == label));
+        let ended = self.dead && !breaks;
+        self.dead = false;
+        if !body.0.is_empty() {
+            self.emit_at(StmtKind::Labeled { label, body }, node);
+        }
+        self.dead = ended;
+        self.frame_mut().locals.pop();
+    }
+
+    /// The statements of case `start` and the ones after it (fallthrough) until
+    /// control cannot continue.
+    fn cases_from(&mut self, cases: &[Node<'u>], start: usize) {
+        self.frame_mut().locals.push(HashMap::new());
+        for c in &cases[start..] {
+            let value = c.field("value");
+            for s in named_children(*c) {
+                if Some(s) == value || s.kind() == "comment" {
+                    continue;
+                }
+                if self.dead {
+                    break;
+                }
+                self.stmt(s);
+            }
+            if self.dead {
+                break;
+            }
+        }
+        self.frame_mut().locals.pop();
+    }
+
+    fn static_assert(&mut self, node: Node<'u>) {
+        let Some(c) = node.field("condition") else {
+            return;
+        };
+        let v = self.scratch_expr(c);
+        let cond = self.truth(v, c);
+        match cond.as_bool() {
+            Some(true) => {}
+            Some(false) => {
+                let text = super::index::normalize_spaces(self.text(c));
+                self.unknown(node, format!("static_assert({text}) does not hold for this instantiation"));
+            }
+            None => self.emit_at(StmtKind::Assume(cond), node),
+        }
+    }
+
+    fn local_alias(&mut self, node: Node<'u>) {
+        if node.kind() == "alias_declaration" {
+            if let (Some(name), Some(t)) = (node.field("name"), node.field("type")) {
+                let ty = self.type_descriptor(t);
+                let name = self.text(name).to_string();
+                self.bind(&name, Binding::Type(ty));
+            }
+            return;
+        }
+        let base = match node.field("type") {
+            Some(t) => self.type_node(t),
+            None => return,
+        };
+        let mut cursor = node.walk();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        for d in declarators {
+            let (ty, name) = self.apply_declarator(base.clone(), d);
+            if let Some(name) = name {
+                self.bind(&name, Binding::Type(ty));
+            }
+        }
+    }
+
+    fn local_using(&mut self, node: Node<'u>) {
+        let Some(target) = named_children(node).into_iter().last() else {
+            return;
+        };
+        let path = normalize(self.text(target));
+        let parts: Vec<&str> = path.split("::").collect();
+        if syntax::has_token(node, "namespace") {
+            if let Some(s) = self.resolve_scope_path(&parts) {
+                self.frame_mut().usings.push(s);
+            }
+        }
+    }
+
+    /// A declaration inside a function.
+    pub(super) fn local_declaration(&mut self, node: Node<'u>) {
+        let mut storage: Vec<&str> = Vec::new();
+        for c in named_children(node) {
+            if matches!(c.kind(), "storage_class_specifier" | "type_qualifier") {
+                storage.push(self.text(c));
+            }
+        }
+        let has = |w: &str| storage.iter().any(|s| s.split_whitespace().any(|x| x == w));
+        let shared = has("__shared__");
+        let is_extern = has("extern");
+        let is_static = has("static");
+        let constexpr = has("constexpr") || syntax::has_token(node, "constexpr");
+        let is_const = has("const") || constexpr;
+        let Some(type_node) = node.field("type") else {
+            return;
+        };
+        if matches!(type_node.kind(), "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier")
+            && type_node.field("body").is_some()
+        {
+            self.unknown(node, "class defined inside a function");
+            return;
+        }
+        let base = self.type_node(type_node);
+        let mut cursor = node.walk();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        for d in declarators {
+            let (ty, name) = self.apply_declarator(base.clone(), d);
+            let Some(name) = name else { continue };
+            let init = init_of(d);
+            if shared {
+                let place = self.shared_decl(&name, &ty, is_extern, d);
+                self.bind(&name, Binding::Place(place));
+                continue;
+            }
+            if is_static && !constexpr {
+                let span = self.span(d);
+                let obj = self.new_object(&name, Space::Global, ObjectKind::GlobalVariable, &ty, span);
+                let place = Place::Mem(
+                    Ptr {
+                        object: Some(obj),
+                        offset: Expr::int(0, ScalarTy::I64),
+                        pointee: ty.clone(),
+                    },
+                    ty.clone(),
+                );
+                self.bind(&name, Binding::Place(place));
+                continue;
+            }
+            if let Type::Ref(inner) = &ty {
+                let place = match init {
+                    Some(i) => self.place(i),
+                    None => {
+                        self.unknown(d, "reference without an initializer");
+                        Place::Temp(Value::Unknown((**inner).clone()))
+                    }
+                };
+                self.bind(&name, Binding::Place(place));
+                continue;
+            }
+            self.declare(&name, ty, init, is_const, d);
+        }
+    }
+
+    /// Declares a local variable with an optional initializer.
+    fn declare(&mut self, name: &str, ty: Type, init: Option<Node<'u>>, is_const: bool, node: Node<'u>) {
+        let auto = matches!(&ty, Type::Opaque(n) if &**n == "auto");
+        let Some(init) = init else {
+            if auto {
+                self.unknown(node, "`auto` without an initializer");
+                return;
+            }
+            let place = self.local_place(name, &ty, node);
+            // A class with a default constructor runs it.
+            if let Type::Class(_) = &ty {
+                let v = self.construct(&ty, Vec::new(), node);
+                if !matches!(v, Value::Unknown(_)) {
+                    self.write(&place, v, node);
+                }
+            } else if let Place::Var(var, _) = &place {
+                let span = self.span(node);
+                self.emit(
+                    StmtKind::Havoc {
+                        var: *var,
+                        reason: "uninitialized".into(),
+                    },
+                    span,
+                );
+            }
+            self.bind(name, Binding::Place(place));
+            return;
+        };
+        // `T x(args)`, `T x{args}`, `T x = {args}`, `T x = v`.
+        let value = match init.kind() {
+            "argument_list" | "initializer_list" => {
+                let items: Vec<Operand> = self.operands(Some(init));
+                if auto {
+                    match items.into_iter().next() {
+                        Some(op) => self.operand_value(op, init),
+                        None => Value::Unknown(ty.clone()),
+                    }
+                } else if let Type::Array(..) = ty {
+                    let place = self.local_place(name, &ty, node);
+                    self.init_array(&place, items, init);
+                    self.bind(name, Binding::Place(place));
+                    return;
+                } else if init.kind() == "initializer_list" && items.len() == 1 && ty.is_arith() {
+                    let op = items.into_iter().next().expect("one item");
+                    self.operand_value(op, init)
+                } else {
+                    self.construct(&ty, items, init)
+                }
+            }
+            _ => self.expr(init),
+        };
+        if let Value::Closure(_) = value {
+            self.bind(name, Binding::Value(value));
+            return;
+        }
+        let ty = if auto {
+            match &value {
+                Value::Mem(_, Type::Array(elem, _)) => Type::ptr((**elem).clone()),
+                v => v.ty(),
+            }
+        } else {
+            ty
+        };
+        // Compile-time constants are values, not variables.
+        if is_const && ty.is_arith() {
+            let v = self.convert(value.clone(), &ty, init);
+            if let Value::Scalar(e, _) = &v {
+                if e.is_const() || matches!(e, Expr::Sym(_)) {
+                    self.bind(name, Binding::Value(v));
+                    return;
+                }
+            }
+        }
+        // A fresh aggregate in local memory becomes the variable itself.
+        if let Value::Mem(ptr, mty) = &value {
+            let fresh = ptr.object.is_some_and(|o| {
+                let obj = &self.k.objects[o.index()];
+                obj.space == Space::Local && matches!(obj.kind, ObjectKind::Local { .. })
+            });
+            if fresh && *mty == ty {
+                self.bind(name, Binding::Place(Place::Mem(ptr.clone(), mty.clone())));
+                return;
+            }
+        }
+        let place = self.local_place(name, &ty, node);
+        self.write(&place, value, init);
+        self.bind(name, Binding::Place(place));
+    }
+
+    /// A `__shared__` variable: one object per declaration and instantiation
+    /// (an inlined helper's array is the same in every call); all `extern
+    /// __shared__` arrays are the kernel's dynamic shared memory.
+    fn shared_decl(&mut self, name: &str, ty: &Type, is_extern: bool, node: Node<'u>) -> Place {
+        let span = self.span(node);
+        let dynamic = is_extern || matches!(ty, Type::Array(_, None));
+        let obj = if dynamic {
+            match self.dynamic_shared {
+                Some(o) => o,
+                None => {
+                    let o = self.new_object(
+                        &format!("{name} (dynamic shared memory)"),
+                        Space::Shared,
+                        ObjectKind::DynamicShared,
+                        ty,
+                        span,
+                    );
+                    self.dynamic_shared = Some(o);
+                    o
+                }
+            }
+        } else {
+            let mut env: Vec<String> = self
+                .ctx()
+                .tenv
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.display()))
+                .collect();
+            env.sort();
+            let key = (node.id(), env.join(","));
+            match self.shared.get(&key) {
+                Some(&o) => o,
+                None => {
+                    let bytes = self.size_align(ty).map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
+                    let o = self.new_object(name, Space::Shared, ObjectKind::StaticShared { bytes }, ty, span);
+                    self.shared.insert(key, o);
+                    o
+                }
+            }
+        };
+        Place::Mem(
+            Ptr {
+                object: Some(obj),
+                offset: Expr::int(0, ScalarTy::I64),
+                pointee: ty.clone(),
+            },
+            ty.clone(),
+        )
+    }
+}

@@ -1,0 +1,107 @@
+//! Values and places of the lowering's symbolic evaluation of C++.
+//!
+//! A [`Value`] is what an expression evaluates to: an IR expression with its C++
+//! type, a pointer (object + byte offset), a struct flattened into its fields,
+//! or an aggregate that lives in memory. A [`Place`] is an lvalue: a scalar
+//! variable, a pointer variable, a struct of places, or memory.
+
+use std::collections::HashMap;
+
+use crate::ir::{Expr, ObjectId, VarId};
+
+use super::index::ScopeId;
+use super::types::{TArg, Type};
+
+/// A pointer: which object it points into and the byte offset in it.
+#[derive(Clone, Debug)]
+pub struct Ptr {
+    /// `None` for the null pointer (or a pointer to nothing modelled).
+    pub object: Option<ObjectId>,
+    /// Byte offset (a signed 64-bit expression).
+    pub offset: Expr,
+    pub pointee: Type,
+}
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    Scalar(Expr, Type),
+    Ptr(Ptr),
+    /// A struct or vector by value, one value per data member, in order.
+    Agg(Type, Vec<Value>),
+    /// An aggregate whose contents live in memory (arrays, structs holding arrays).
+    Mem(Ptr, Type),
+    Closure(u32),
+    /// A name that denotes a type where a value was parsed (template arguments).
+    Type(Type),
+    Void,
+    /// A value the lowering could not model; the reason was recorded.
+    Unknown(Type),
+}
+
+impl Value {
+    pub fn ty(&self) -> Type {
+        match self {
+            Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => t.clone(),
+            Value::Ptr(p) => Type::ptr(p.pointee.clone()),
+            Value::Closure(i) => Type::Closure(*i),
+            Value::Type(t) => t.clone(),
+            Value::Void => Type::Void,
+        }
+    }
+
+    pub fn expr(&self) -> Option<&Expr> {
+        match self {
+            Value::Scalar(e, _) => Some(e),
+            _ => None,
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i128> {
+        self.expr().and_then(Expr::as_int)
+    }
+}
+
+/// A pointer variable's buffer: fixed by its first assignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtrBase {
+    Unset,
+    Set(Option<ObjectId>),
+}
+
+#[derive(Clone, Debug)]
+pub enum Place {
+    /// A scalar variable.
+    Var(VarId, Type),
+    /// A pointer variable: its offset variable and the slot of its base.
+    PtrVar { offset: VarId, slot: usize, pointee: Type },
+    /// A struct or vector variable, one place per data member.
+    Fields(Type, Vec<Place>),
+    Mem(Ptr, Type),
+    /// An rvalue used where a place is wanted (assigning to it has no effect).
+    Temp(Value),
+}
+
+impl Place {
+    pub fn ty(&self) -> Type {
+        match self {
+            Place::Var(_, t) | Place::Fields(t, _) | Place::Mem(_, t) => t.clone(),
+            Place::PtrVar { pointee, .. } => Type::ptr(pointee.clone()),
+            Place::Temp(v) => v.ty(),
+        }
+    }
+}
+
+/// What a name in a function body denotes.
+#[derive(Clone, Debug)]
+pub enum Binding {
+    Place(Place),
+    Value(Value),
+    Type(Type),
+    /// A function parameter pack: one binding per argument.
+    Pack(Vec<Binding>),
+    TypePack(Vec<Type>),
+    Namespace(ScopeId),
+}
+
+/// Template parameters bound to arguments.
+pub type TemplateEnv = HashMap<String, TArg>;

@@ -1,0 +1,152 @@
+//! The parser: tree-sitter-cuda over preprocessed fragments.
+//!
+//! Input: a [`Fragment`]. Output: its syntax tree, parsed once and kept in the
+//! fragment, and the compiled queries of `grammar/`. tree-sitter never fails on
+//! bad input: syntax errors become `ERROR`/`MISSING` nodes, which lowering turns
+//! into unknowns.
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use tree_sitter::{Language, Node, Parser, Query, Tree};
+
+use crate::preprocess::Fragment;
+use crate::source::Span;
+
+pub fn language() -> Language {
+    tree_sitter_cuda::LANGUAGE.into()
+}
+
+thread_local! {
+    static PARSER: RefCell<Parser> = RefCell::new({
+        let mut p = Parser::new();
+        p.set_language(&language()).expect("tree-sitter-cuda matches the tree-sitter version");
+        p
+    });
+}
+
+/// The syntax tree of a fragment (parsed on first use).
+pub fn tree(fragment: &Fragment) -> &Tree {
+    fragment.tree.get_or_init(|| {
+        PARSER.with(|p| {
+            p.borrow_mut()
+                .parse(&fragment.text, None)
+                .expect("a parser with a language and no timeout always returns a tree")
+        })
+    })
+}
+
+/// The text of a node.
+pub fn text<'f>(fragment: &'f Fragment, node: Node) -> &'f str {
+    fragment.text.get(node.byte_range()).unwrap_or("")
+}
+
+/// The original span of a node (its first token when macro output is involved).
+pub fn span(fragment: &Fragment, node: Node) -> Span {
+    let range = node.byte_range();
+    match fragment.map.span(range.start as u32, range.end as u32) {
+        Some(origin) => origin.span,
+        None => Span::point(fragment.file, 0),
+    }
+}
+
+/// Queries from `grammar/`, compiled once.
+pub struct Queries {
+    pub kernels: Query,
+    pub launches: Query,
+}
+
+pub fn queries() -> &'static Queries {
+    static QUERIES: OnceLock<Queries> = OnceLock::new();
+    QUERIES.get_or_init(|| {
+        let lang = language();
+        let compile = |name: &str, source: &str| {
+            Query::new(&lang, source).unwrap_or_else(|e| panic!("grammar/{name} does not compile: {e}"))
+        };
+        Queries {
+            kernels: compile("kernels.scm", include_str!("../../grammar/kernels.scm")),
+            launches: compile("launches.scm", include_str!("../../grammar/launches.scm")),
+        }
+    })
+}
+
+/// Named children of a node, in order.
+pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// All children (named or not), in order.
+pub fn children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).collect()
+}
+
+/// Whether an unnamed child token with this spelling exists (`__global__`, `constexpr`…).
+pub fn has_token(node: Node, kind: &str) -> bool {
+    let mut cursor = node.walk();
+    let found = node.children(&mut cursor).any(|c| c.kind() == kind);
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preprocess::{PpConfig, Session};
+    use crate::source::SourceDb;
+    use tree_sitter::StreamingIterator;
+
+    #[test]
+    fn queries_compile_and_find_kernels_and_launches() {
+        let mut db = SourceDb::new();
+        let src = "template <int N> __global__ void a(float *x) {}\n\
+                   __launch_bounds__(64) static __global__ void b() {}\n\
+                   __device__ void c() {}\n\
+                   void host() { a<4><<<1, 32>>>(nullptr); b<<<dim3(1), 64, 0, 0>>>(); }\n";
+        let root = db.add_text("q.cu", src);
+        let unit = Session::new(PpConfig::default()).preprocess(&mut db, root);
+        let frag = &unit.fragments[0];
+        let t = tree(frag);
+        let q = queries();
+        let mut cursor = tree_sitter::QueryCursor::new();
+        let mut kernels = Vec::new();
+        let mut matches = cursor.matches(&q.kernels, t.root_node(), frag.text.as_bytes());
+        while let Some(m) = matches.next() {
+            for c in m.captures().iter().filter(|c| q.kernels.capture_names()[c.index as usize] == "declarator") {
+                kernels.push(text(frag, c.node).split('(').next().unwrap().to_string());
+            }
+        }
+        assert_eq!(kernels, ["a", "b"]);
+        let mut cursor = tree_sitter::QueryCursor::new();
+        let mut launched = Vec::new();
+        let mut matches = cursor.matches(&q.launches, t.root_node(), frag.text.as_bytes());
+        while let Some(m) = matches.next() {
+            for c in m.captures().iter().filter(|c| q.launches.capture_names()[c.index as usize] == "kernel") {
+                launched.push(text(frag, c.node).to_string());
+            }
+        }
+        assert_eq!(launched, ["a<4>", "b"]);
+    }
+}
+
+/// Field access by name with the field id looked up once per name: tree-sitter's
+/// own `child_by_field_name` compares the name against every field each call.
+pub trait NodeExt<'t> {
+    fn field(&self, name: &'static str) -> Option<Node<'t>>;
+}
+
+impl<'t> NodeExt<'t> for Node<'t> {
+    fn field(&self, name: &'static str) -> Option<Node<'t>> {
+        thread_local! {
+            static IDS: RefCell<std::collections::HashMap<usize, Option<std::num::NonZeroU16>>> =
+                RefCell::new(std::collections::HashMap::new());
+        }
+        let key = name.as_ptr() as usize ^ (name.len() << 48);
+        let id = IDS.with(|ids| {
+            *ids.borrow_mut()
+                .entry(key)
+                .or_insert_with(|| language().field_id_for_name(name))
+        })?;
+        self.child_by_field_id(id.get())
+    }
+}
