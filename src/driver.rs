@@ -11,11 +11,16 @@ use crate::ir::{Kernel, Unknown};
 use crate::lower::{self, LowerConfig};
 use crate::preprocess::{self, PpConfig, Session};
 use crate::source::{FileId, LoadError, SourceDb, Span};
+use crate::verdict::{KernelResult, Launch, ShapeSource, UnknownItem, Verdict};
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub pp: PpConfig,
     pub lower: LowerConfig,
+    /// Only kernels of this name.
+    pub kernel: Option<String>,
+    pub block_dim: Option<[u32; 3]>,
+    pub grid_dim: Option<[u32; 3]>,
 }
 
 /// How completely a kernel lowered.
@@ -25,21 +30,27 @@ pub enum Status {
     Partial,
 }
 
-/// A kernel definition and its lowering (one instantiation).
+/// A kernel definition and its lowerings (up to [`MAX_LOWERED`] instantiations).
 #[derive(Clone, Debug)]
 pub struct KernelEntry {
     pub name: String,
     /// The kernel's name in its definition.
     pub span: Span,
     pub template_params: Vec<String>,
-    /// Distinct concrete template argument tuples found for it.
+    /// Distinct template argument tuples found for it (in the unit that lowered it).
     pub instantiations: usize,
-    pub kernel: Kernel,
+    /// The lowered instantiations, the most determined first.
+    pub kernels: Vec<Kernel>,
+    /// What kept any instantiation from lowering completely, deduplicated.
+    pub unknowns: Vec<Unknown>,
 }
+
+/// Most instantiations of one kernel lowered for the listing.
+pub const MAX_LOWERED: usize = 4;
 
 impl KernelEntry {
     pub fn status(&self) -> Status {
-        if self.kernel.unknowns.is_empty() {
+        if self.unknowns.is_empty() {
             Status::Complete
         } else {
             Status::Partial
@@ -47,7 +58,16 @@ impl KernelEntry {
     }
 
     pub fn unknowns(&self) -> &[Unknown] {
-        &self.kernel.unknowns
+        &self.unknowns
+    }
+
+    /// The representative instantiation.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernels[0]
+    }
+
+    pub fn uses_warp_primitives(&self) -> bool {
+        self.kernels.iter().any(Kernel::uses_warp_primitives)
     }
 }
 
@@ -101,31 +121,31 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Every kernel of the inputs, each lowered once (with the first concrete
-/// instantiation any unit gives it, else with symbolic template parameters).
+/// Every kernel of the inputs. A kernel defined in a header many units include
+/// is lowered in the first unit that gives it fully determined template
+/// arguments (else in the first unit that has it, with symbolic parameters).
 pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Result<(Vec<KernelEntry>, Vec<preprocess::Diag>), LoadError> {
     let mut session = Session::new(options.pp.clone());
     let mut entries: Vec<KernelEntry> = Vec::new();
     let mut by_site: HashMap<(FileId, u32), usize> = HashMap::new();
-    let mut concrete: HashMap<(FileId, u32), bool> = HashMap::new();
+    let mut determined: HashMap<(FileId, u32), bool> = HashMap::new();
     let mut diagnostics = Vec::new();
     let mut included: std::collections::HashSet<FileId> = Default::default();
-    let mut units: Vec<FileId> = Vec::new();
+    let mut queue: Vec<FileId> = Vec::new();
     for path in &inputs.units {
-        units.push(db.load(path)?);
+        queue.push(db.load(path)?);
     }
-    let mut queue: Vec<FileId> = units.clone();
-    let mut header_ids = Vec::new();
+    let mut headers = Vec::new();
     for h in &inputs.headers {
-        header_ids.push(db.load(h)?);
+        headers.push(db.load(h)?);
     }
     let mut next_header = 0;
     let mut i = 0;
     loop {
         if i == queue.len() {
             // Headers with kernels that no unit included are units of their own.
-            while next_header < header_ids.len() {
-                let h = header_ids[next_header];
+            while next_header < headers.len() {
+                let h = headers[next_header];
                 next_header += 1;
                 if !included.contains(&h) && db.file(h).text.contains("__global__") {
                     queue.push(h);
@@ -138,43 +158,47 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
         }
         let root = queue[i];
         i += 1;
-        let t_unit = std::time::Instant::now();
         let unit = session.preprocess(db, root);
-        let t_pp = t_unit.elapsed();
         included.extend(unit.files.iter().copied());
         diagnostics.extend(unit.diagnostics.iter().cloned());
         let index = lower::Index::build(&unit);
-        if std::env::var("WARPDRF_TIMES").is_ok() {
-            eprintln!("unit {} pp {:?} index {:?}", db.name(root), t_pp, t_unit.elapsed());
-        }
         for def in lower::kernel_defs(&index) {
-            let site = (def.span.file, def.span.start);
-            if concrete.get(&site) == Some(&true) {
+            if options.kernel.as_ref().is_some_and(|k| *k != def.name) {
                 continue;
             }
-            let t_inst = std::time::Instant::now();
+            let site = (def.span.file, def.span.start);
+            if determined.get(&site) == Some(&true) {
+                continue;
+            }
             let tuples = if def.template_params.is_empty() {
                 vec![Vec::new()]
             } else {
                 lower::instantiate::kernel_instantiations(&unit, &index, &options.lower, def.decl)
             };
-            let has_concrete = !def.template_params.is_empty() && !tuples.is_empty() || def.template_params.is_empty();
-            if by_site.contains_key(&site) && !has_concrete {
+            let fully = def.template_params.is_empty()
+                || tuples.first().is_some_and(|t| !t.is_empty() && t.iter().all(Option::is_some));
+            if by_site.contains_key(&site) && !fully {
                 continue;
             }
-            let args = tuples.first().cloned().unwrap_or_default();
-            let t_inst = t_inst.elapsed();
-            let t_low = std::time::Instant::now();
-            let kernel = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
-            if std::env::var("WARPDRF_TIMES").is_ok() {
-                eprintln!("{:>8.1?} {:>8.1?} {} stmts={}", t_inst, t_low.elapsed(), def.name, { let mut n = 0; kernel.body.walk(&mut |_| n += 1); n });
-            }
+            let chosen: Vec<Vec<Option<lower::TArg>>> = if tuples.is_empty() {
+                vec![Vec::new()]
+            } else {
+                tuples.iter().take(MAX_LOWERED).cloned().collect()
+            };
+            let kernels: Vec<Kernel> = chosen
+                .iter()
+                .map(|args| lower::lower_kernel(&unit, &index, &options.lower, def.decl, args))
+                .collect();
+            let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
+            unknowns.sort();
+            unknowns.dedup();
             let entry = KernelEntry {
                 name: def.name.clone(),
                 span: def.span,
                 template_params: def.template_params.clone(),
                 instantiations: tuples.len(),
-                kernel,
+                kernels,
+                unknowns,
             };
             match by_site.get(&site) {
                 Some(&at) => entries[at] = entry,
@@ -183,7 +207,7 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
                     entries.push(entry);
                 }
             }
-            concrete.insert(site, has_concrete);
+            determined.insert(site, fully);
         }
     }
     entries.sort_by(|a, b| {
@@ -204,4 +228,58 @@ pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
         .expect("spawning the analysis thread")
         .join()
         .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// Verdicts for every kernel. The analyses are not built yet: every condition
+/// is `unknown` ("not analysed yet"), never `pass`.
+pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<KernelResult> {
+    entries
+        .iter()
+        .map(|e| {
+            let mut unknowns: Vec<UnknownItem> = e
+                .unknowns()
+                .iter()
+                .map(|u| UnknownItem {
+                    reason: u.reason.clone(),
+                    span: u.span,
+                })
+                .collect();
+            unknowns.push(UnknownItem {
+                reason: "not analysed yet".into(),
+                span: e.span,
+            });
+            let _ = db;
+            let launch = match options.block_dim {
+                Some(b) => Launch {
+                    block_dim: Some(b),
+                    grid_dim: options.grid_dim,
+                    source: ShapeSource::Flag,
+                },
+                None => Launch {
+                    block_dim: None,
+                    grid_dim: options.grid_dim,
+                    source: if e.kernel().launch_bounds.is_some() {
+                        ShapeSource::LaunchBounds
+                    } else {
+                        ShapeSource::Symbolic
+                    },
+                },
+            };
+            KernelResult {
+                kernel: e.name.clone(),
+                span: e.span,
+                template_args: e
+                    .kernel()
+                    .template_args
+                    .iter()
+                    .map(|a| (a.name.clone(), a.value.clone()))
+                    .collect(),
+                launch,
+                memory: Verdict::Unknown,
+                participation: Verdict::Unknown,
+                unknowns,
+                time_ms: 0,
+            }
+        })
+        .collect()
 }

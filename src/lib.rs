@@ -1,7 +1,13 @@
 //! warpdrf: a static checker for the WarpDRF contract of CUDA kernels.
+//!
+//! Pipeline (see `ARCHITECTURE.md`): `preprocess` → `syntax` → `lower` →
+//! `ir` → analyses → `verdict` → `report`, sequenced by `driver`.
+pub mod cli;
 pub mod driver;
 pub mod ir;
 pub mod lower;
 pub mod preprocess;
+pub mod report;
 pub mod source;
 pub mod syntax;
+pub mod verdict;

@@ -1,28 +1,160 @@
-fn main() {
-    let paths: Vec<std::path::PathBuf> = std::env::args().skip(1).map(Into::into).collect();
-    let out = warpdrf::driver::with_big_stack(move || {
-        let t0 = std::time::Instant::now();
-        let mut db = warpdrf::source::SourceDb::new();
-        let inputs = warpdrf::driver::collect_inputs(&paths).unwrap();
-        let (entries, _diags) = warpdrf::driver::lower_all(&mut db, &inputs, &Default::default()).unwrap();
-        let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
-        let mut s = String::new();
-        let (mut complete, mut warp, mut warp_complete) = (0, 0, 0);
-        for e in &entries {
-            let (line, _) = db.line_col(e.span);
-            let w = e.kernel.uses_warp_primitives();
-            if w { warp += 1; }
-            if e.status() == warpdrf::driver::Status::Complete { complete += 1; if w { warp_complete += 1; } }
-            s += &format!("{}:{} {} {:?} warp={} inst={} unknowns={}\n", db.name(e.span.file), line, e.name, e.status(), w, e.instantiations, e.unknowns().len());
-            for u in e.unknowns() {
-                let (l, _) = db.line_col(u.span);
-                *reasons.entry(u.reason.clone()).or_default() += 1;
-                if std::env::var("V").is_ok() { s += &format!("    {}:{} {}\n", db.name(u.span.file), l, u.reason); }
+//! The `warpdrf` command: parses arguments, runs the driver, renders, exits.
+//! Exit status: 0 every kernel passes, 1 an alarm or unknown, 2 the command failed.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use warpdrf::cli::{self, Cli, Command};
+use warpdrf::driver::{self, Options};
+use warpdrf::preprocess::{PpConfig, Target};
+use warpdrf::report;
+use warpdrf::source::SourceDb;
+use warpdrf::verdict::Verdict;
+
+fn options(common: &cli::Common) -> Result<Options, String> {
+    if common.config != cli::Config::Cuda {
+        return Err(format!(
+            "--config {} is not implemented yet; only --config cuda (full-warp participation) is",
+            match common.config {
+                cli::Config::Smr => "smr",
+                cli::Config::Fmr => "fmr",
+                cli::Config::Cuda => "cuda",
             }
-        }
-        s += &format!("{} kernels, {} complete, {} warp, {} warp complete, {:?}\n", entries.len(), complete, warp, warp_complete, t0.elapsed());
-        for (r, n) in reasons { s += &format!("{n:5} {r}\n"); }
-        s
+        ));
+    }
+    let target = match common.target {
+        cli::Target::Cuda => Target::Cuda,
+        cli::Target::Hip => Target::Hip,
+    };
+    let arch = common.arch.clone().unwrap_or_else(|| match target {
+        Target::Cuda => "sm_80".into(),
+        Target::Hip => "gfx942".into(),
     });
-    print!("{out}");
+    let pp = PpConfig {
+        target,
+        arch,
+        defines: common.define.clone(),
+        undefines: common.undefine.clone(),
+        include_dirs: common.include.clone(),
+    };
+    let warp_size = common.warp_size.unwrap_or_else(|| pp.physical_warp_size());
+    let lower = warpdrf::lower::LowerConfig {
+        warp_size,
+        ..Default::default()
+    };
+    Ok(Options {
+        pp,
+        lower,
+        kernel: common.kernel.clone(),
+        block_dim: common.block_dim,
+        grid_dim: common.grid_dim,
+    })
+}
+
+/// Runs a command; `Err` is a one-line message for exit status 2.
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Kernels(args) => {
+            let opts = options(&args.common)?;
+            let mut db = SourceDb::new();
+            let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
+            let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            match args.format {
+                cli::ListFormat::Human => print!("{}", report::kernels_human(&db, &entries)),
+                cli::ListFormat::Json => {
+                    let v = report::json::kernels(&db, &entries);
+                    println!("{}", serde_json::to_string_pretty(&v).expect("JSON values serialize"));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check(args) => {
+            let opts = options(&args.common)?;
+            let paths = if args.paths.is_empty() {
+                vec![std::path::PathBuf::from(".")]
+            } else {
+                args.paths.clone()
+            };
+            let mut db = SourceDb::new();
+            let inputs = driver::collect_inputs(&paths).map_err(|e| e.to_string())?;
+            let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            let results = driver::check(&db, &entries, &opts);
+            match args.format {
+                cli::Format::Json => {
+                    let v = report::json::check(&db, "cuda", opts.lower.warp_size, &results);
+                    println!("{}", serde_json::to_string_pretty(&v).expect("JSON values serialize"));
+                }
+                other => {
+                    if other != cli::Format::Human {
+                        return Err(format!("--format {other:?} is not implemented yet; use human or json").to_lowercase());
+                    }
+                    for r in &results {
+                        let (line, _) = db.line_col(r.span);
+                        println!(
+                            "{}:{}: {}: memory={:?} participation={:?}",
+                            db.name(r.span.file),
+                            line,
+                            r.kernel,
+                            r.memory,
+                            r.participation
+                        );
+                    }
+                }
+            }
+            let all_pass = results.iter().all(|r| r.memory == Verdict::Pass && r.participation == Verdict::Pass);
+            Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Explain(args) => {
+            let opts = options(&args.common)?;
+            let mut db = SourceDb::new();
+            let inputs = driver::collect_inputs(std::slice::from_ref(&args.file)).map_err(|e| e.to_string())?;
+            match args.stage {
+                cli::Stage::Preprocess => {
+                    let root = db.load(&args.file).map_err(|e| e.to_string())?;
+                    let mut session = warpdrf::preprocess::Session::new(opts.pp.clone());
+                    let unit = session.preprocess(&mut db, root);
+                    print!("{}", unit.display(&db));
+                    for d in &unit.diagnostics {
+                        let (l, c) = db.line_col(d.span);
+                        eprintln!("{}:{}:{}: {:?}: {}", db.name(d.span.file), l, c, d.severity, d.message);
+                    }
+                }
+                cli::Stage::Ir => {
+                    let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+                    if entries.is_empty() {
+                        return Err(match &opts.kernel {
+                            Some(k) => format!("no kernel named `{k}` in {}", args.file.display()),
+                            None => format!("no kernel in {}", args.file.display()),
+                        });
+                    }
+                    for e in &entries {
+                        for k in &e.kernels {
+                            print!("{k}");
+                        }
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = driver::with_big_stack(move || run(cli));
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
 }

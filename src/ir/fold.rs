@@ -47,15 +47,23 @@ pub fn cast(ty: ScalarTy, a: Expr) -> Expr {
         Expr::Int(v, _) if matches!(ty, ScalarTy::Float(_)) => Expr::Float(*v as f64),
         Expr::Float(f) if ty.is_int() && f.is_finite() => Expr::int(f.trunc() as i128, ty),
         Expr::Float(_) if matches!(ty, ScalarTy::Float(_)) => a,
-        _ if cast_ty(&a) == ty => a,
+        _ if type_of(&a) == Some(ty) => a,
         _ => Expr::Cast(ty, Box::new(a)),
     }
 }
 
-fn cast_ty(e: &Expr) -> ScalarTy {
+/// The type of an expression when it shows in the expression itself
+/// (variables, parameters and symbols need the kernel's tables).
+pub fn type_of(e: &Expr) -> Option<ScalarTy> {
+    use super::Builtin;
     match e {
-        Expr::Cast(t, _) => *t,
-        _ => ScalarTy::Opaque,
+        Expr::Int(_, t) | Expr::Cast(t, _) | Expr::Unary(_, t, _) | Expr::Opaque(_, t, _) => Some(*t),
+        Expr::Bool(_) => Some(ScalarTy::Bool),
+        Expr::Binary(op, t, _, _) => Some(if op.is_comparison() || op.is_logical() { ScalarTy::Bool } else { *t }),
+        Expr::Select(_, a, b) => type_of(a).or_else(|| type_of(b)),
+        Expr::Builtin(Builtin::WarpSize) => Some(ScalarTy::I32),
+        Expr::Builtin(_) => Some(ScalarTy::U32),
+        _ => None,
     }
 }
 

@@ -620,6 +620,9 @@ pub struct Kernel {
     pub exit_label: LabelId,
     pub body: Block,
     pub unknowns: Vec<Unknown>,
+    /// What the model assumes beyond the source (e.g. the layout of a type whose
+    /// definition was not found): reported with every verdict.
+    pub assumptions: Vec<Unknown>,
 }
 
 impl Kernel {

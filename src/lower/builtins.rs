@@ -140,7 +140,7 @@ impl<'u> Lowerer<'u> {
 
     /// The lane of the thread in its warp.
     pub(super) fn lane(&self) -> Expr {
-        fold::binary(BinOp::Rem, U32, self.linear_tid(), fold::cast(U32, Expr::Builtin(Builtin::WarpSize)))
+        fold::binary(BinOp::Rem, U32, self.linear_tid(), self.cast(U32, Expr::Builtin(Builtin::WarpSize)))
     }
 
     /// Variables receiving a value of `ty` (one per scalar field) and the value they form.
@@ -224,7 +224,7 @@ impl<'u> Lowerer<'u> {
 
     fn scalar_arg(&mut self, v: &Value, ty: ScalarTy) -> Expr {
         match v {
-            Value::Scalar(e, _) => fold::cast(ty, e.clone()),
+            Value::Scalar(e, _) => self.cast(ty, e.clone()),
             Value::Ptr(p) => p.offset.clone(),
             _ => {
                 let op = self.op("unknown argument");
@@ -427,7 +427,7 @@ impl<'u> Lowerer<'u> {
                 let ct = common_type(&ta, &tb);
                 let st = ct.scalar();
                 let op = if last.contains("min") { BinOp::Min } else { BinOp::Max };
-                Value::Scalar(fold::binary(op, st, fold::cast(st, a), fold::cast(st, b)), ct)
+                Value::Scalar(fold::binary(op, st, self.cast(st, a), self.cast(st, b)), ct)
             }
             "abs" | "llabs" | "labs" if vals.len() == 1 && matches!(v(0).ty(), Type::Int { .. }) => {
                 let Value::Scalar(a, t) = v(0) else { return None };
@@ -526,7 +526,7 @@ impl<'u> Lowerer<'u> {
     /// `memcpy(dst, src, n)` / `memset(dst, v, n)`: byte ranges.
     fn memcpy(&mut self, copy: bool, vals: &[Value], node: Node<'u>) {
         let n = match vals.get(2) {
-            Some(Value::Scalar(e, _)) => fold::cast(ScalarTy::U64, e.clone()),
+            Some(Value::Scalar(e, _)) => self.cast(ScalarTy::U64, e.clone()),
             _ => {
                 self.unknown(node, "memcpy of an unknown size");
                 return;
@@ -727,25 +727,25 @@ impl<'u> Lowerer<'u> {
                 let block_linear = fold::binary(
                     BinOp::Add,
                     ScalarTy::U64,
-                    fold::cast(ScalarTy::U64, b(Builtin::BlockIdx(Dim::X))),
+                    self.cast(ScalarTy::U64, b(Builtin::BlockIdx(Dim::X))),
                     fold::binary(
                         BinOp::Mul,
                         ScalarTy::U64,
-                        fold::cast(ScalarTy::U64, b(Builtin::BlockIdx(Dim::Y))),
-                        fold::cast(ScalarTy::U64, b(Builtin::GridDim(Dim::X))),
+                        self.cast(ScalarTy::U64, b(Builtin::BlockIdx(Dim::Y))),
+                        self.cast(ScalarTy::U64, b(Builtin::GridDim(Dim::X))),
                     ),
                 );
                 let per_block = fold::binary(
                     BinOp::Mul,
                     ScalarTy::U64,
-                    fold::cast(ScalarTy::U64, b(Builtin::BlockDim(Dim::X))),
-                    fold::cast(ScalarTy::U64, b(Builtin::BlockDim(Dim::Y))),
+                    self.cast(ScalarTy::U64, b(Builtin::BlockDim(Dim::X))),
+                    self.cast(ScalarTy::U64, b(Builtin::BlockDim(Dim::Y))),
                 );
                 let e = fold::binary(
                     BinOp::Add,
                     ScalarTy::U64,
                     fold::binary(BinOp::Mul, ScalarTy::U64, block_linear, per_block),
-                    fold::cast(ScalarTy::U64, self.linear_tid()),
+                    self.cast(ScalarTy::U64, self.linear_tid()),
                 );
                 Value::Scalar(e, Type::int(64, false))
             }
@@ -937,10 +937,10 @@ impl<'u> Lowerer<'u> {
         let idx = fold::binary(
             BinOp::Add,
             I64,
-            fold::binary(BinOp::Mul, I64, Expr::Var(r), fold::cast(I64, ldm)),
+            fold::binary(BinOp::Mul, I64, Expr::Var(r), self.cast(I64, ldm)),
             Expr::Var(c),
         );
-        let offset = fold::binary(BinOp::Add, I64, ptr.offset, fold::binary(BinOp::Mul, I64, idx, fold::cast(I64, esize.clone())));
+        let offset = fold::binary(BinOp::Add, I64, ptr.offset, fold::binary(BinOp::Mul, I64, idx, self.cast(I64, esize.clone())));
         let extent = rows.max(cols);
         let ranges = vec![
             RangeVar {

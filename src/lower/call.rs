@@ -929,41 +929,8 @@ impl<'u> Lowerer<'u> {
                 if operands.len() == 1 && operands[0].ty().strip_ref() == &ty {
                     return self.operand_value(operands.into_iter().next().expect("one operand"), node);
                 }
-                let ctx = self.class_ctx(&inst);
-                let ctors: Vec<DeclId> = self
-                    .index
-                    .lookup_in(ctx.scope, &inst.name, 0)
-                    .into_iter()
-                    .filter(|&id| self.index.decl(id).kind == DeclKind::Function)
-                    .collect();
                 let place = self.local_place("tmp", &ty, node);
-                if !ctors.is_empty() {
-                    let candidates = self.definitions(&ctors);
-                    if let Some((ctor, env)) = self.resolve_overload(&candidates, &[], &operands, Some(&inst)) {
-                        self.default_members(&place, &inst, node);
-                        self.inline(ctor, env, operands, Some(place.clone()), Some(inst.clone()), node);
-                        return self.read(&place, node);
-                    }
-                    if !operands.is_empty() {
-                        self.unknown(node, format!("no constructor of `{}` takes these arguments", inst.name));
-                        return Value::Unknown(ty.clone());
-                    }
-                }
-                // Aggregate initialisation: members in order, the rest defaulted.
-                self.default_members(&place, &inst, node);
-                let fields = self.fields_of(&ty).unwrap_or_default();
-                for ((fname, _), op) in fields.iter().zip(operands) {
-                    if let Some(fp) = self.member_place(&place, fname, node) {
-                        let v = match op {
-                            Operand::List(items) => {
-                                let fty = fp.ty();
-                                self.list_value(&fty, items, node)
-                            }
-                            other => self.operand_value(other, node),
-                        };
-                        self.write(&fp, v, node);
-                    }
-                }
+                self.construct_into(&place, &inst, operands, node);
                 self.read(&place, node)
             }
             Type::Lib(lib) => {
@@ -981,6 +948,45 @@ impl<'u> Lowerer<'u> {
                     Some(v) => v,
                     None => Value::Unknown(ty.clone()),
                 }
+            }
+        }
+    }
+
+    /// Runs a class's constructor (or aggregate initialisation) on a new object.
+    pub(super) fn construct_into(&mut self, place: &Place, inst: &Rc<ClassInst>, operands: Vec<Operand>, node: Node<'u>) {
+        let ty = Type::Class(inst.clone());
+        let ctx = self.class_ctx(inst);
+        let ctors: Vec<DeclId> = self
+            .index
+            .lookup_in(ctx.scope, &inst.name, 0)
+            .into_iter()
+            .filter(|&id| self.index.decl(id).kind == DeclKind::Function)
+            .collect();
+        if !ctors.is_empty() {
+            let candidates = self.definitions(&ctors);
+            if let Some((ctor, env)) = self.resolve_overload(&candidates, &[], &operands, Some(inst)) {
+                self.default_members(place, inst, node);
+                self.inline(ctor, env, operands, Some(place.clone()), Some(inst.clone()), node);
+                return;
+            }
+            if !operands.is_empty() {
+                self.unknown(node, format!("no constructor of `{}` takes these arguments", inst.name));
+                return;
+            }
+        }
+        // Aggregate initialisation: members in order, the rest defaulted.
+        self.default_members(place, inst, node);
+        let fields = self.fields_of(&ty).unwrap_or_default();
+        for ((fname, _), op) in fields.iter().zip(operands) {
+            if let Some(fp) = self.member_place(place, fname, node) {
+                let v = match op {
+                    Operand::List(items) => {
+                        let fty = fp.ty();
+                        self.list_value(&fty, items, node)
+                    }
+                    other => self.operand_value(other, node),
+                };
+                self.write(&fp, v, node);
             }
         }
     }
@@ -1063,7 +1069,7 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
 }
 
 /// Whether a type spelling mentions any of the template parameters.
-fn mentions(text: &str, names: &[String]) -> bool {
+pub(super) fn mentions(text: &str, names: &[String]) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .any(|w| names.iter().any(|n| n == w))
 }
@@ -1182,6 +1188,7 @@ impl<'u> Lowerer<'u> {
                 let ops = self.operands(args);
                 match callee {
                     Value::Closure(id) => self.call_closure(id, ops, node),
+                    Value::Func(f) => self.call_named(&f.ids, &f.args, ops, None, None, node),
                     Value::Type(t) => Operand::Value(self.construct(&t, ops, node)),
                     _ => Operand::Value(self.unknown_value(node, "call through a function pointer")),
                 }
@@ -1249,6 +1256,12 @@ impl<'u> Lowerer<'u> {
             Some(Binding::Value(Value::Closure(id))) => {
                 let ops = self.operands(args);
                 return self.call_closure(id, ops, node);
+            }
+            Some(Binding::Value(Value::Func(f))) | Some(Binding::Place(Place::Temp(Value::Func(f)))) => {
+                let ops = self.operands(args);
+                let mut targs = f.args.clone();
+                targs.extend(explicit.iter().cloned());
+                return self.call_named(&f.ids, &targs, ops, None, None, node);
             }
             Some(Binding::Place(p)) => {
                 let ty = p.ty();

@@ -134,7 +134,7 @@ impl<'u> Lowerer<'u> {
                     .unwrap_or(Type::Void);
                 let member = node.field("member").map(|m| self.text(m).to_string()).unwrap_or_default();
                 match self.field(&ty, &member) {
-                    Some((_, off, _)) => Value::Scalar(fold::cast(ScalarTy::U64, off), Type::int(64, false)),
+                    Some((_, off, _)) => Value::Scalar(self.cast(ScalarTy::U64, off), Type::int(64, false)),
                     None => self.unknown_value(node, "offsetof of an unknown member"),
                 }
             }
@@ -189,6 +189,18 @@ impl<'u> Lowerer<'u> {
     /// An integer or floating literal with its C++ type.
     fn number(&mut self, node: Node<'u>) -> Value {
         let text = self.text(node).to_string();
+        // The grammar folds a sign into some literals (`-1`).
+        if let Some(rest) = text.strip_prefix('-') {
+            let v = self.number_text(rest.trim(), node);
+            let one_minus = self.binop("*", v, Value::Scalar(Expr::int(-1, ScalarTy::I32), Type::int(32, true)), node);
+            return one_minus;
+        }
+        let text = text.trim_start_matches('+').to_string();
+        self.number_text(&text, node)
+    }
+
+    fn number_text(&mut self, text: &str, node: Node<'u>) -> Value {
+        let text = text.to_string();
         let lower = text.to_ascii_lowercase().replace('\'', "");
         let is_hex = lower.starts_with("0x");
         let is_float = (!is_hex && (lower.contains('.') || lower.contains('e')))
@@ -277,7 +289,7 @@ impl<'u> Lowerer<'u> {
                     return self.unknown_value(node, "unary operator on a non-scalar");
                 };
                 let pt = promote(&t);
-                let e = fold::cast(pt.scalar(), e);
+                let e = self.cast(pt.scalar(), e);
                 match op {
                     "+" => Value::Scalar(e, pt),
                     "-" => Value::Scalar(fold::unary(UnOp::Neg, pt.scalar(), e), pt),
@@ -299,7 +311,7 @@ impl<'u> Lowerer<'u> {
                 let st = t.scalar();
                 match st {
                     ScalarTy::Float(_) => fold::binary(BinOp::Ne, st, e, Expr::Float(0.0)),
-                    ScalarTy::Opaque => fold::cast(ScalarTy::Bool, e),
+                    ScalarTy::Opaque => self.cast(ScalarTy::Bool, e),
                     _ => fold::binary(BinOp::Ne, st, e, Expr::int(0, st)),
                 }
             }
@@ -462,8 +474,8 @@ impl<'u> Lowerer<'u> {
         if matches!(bin, BinOp::Shl | BinOp::Shr) {
             let rt = promote(tx);
             let st = rt.scalar();
-            let x = fold::cast(st, x);
-            let y = fold::cast(st, y);
+            let x = self.cast(st, x);
+            let y = self.cast(st, y);
             return Value::Scalar(fold::binary(bin, st, x, y), rt);
         }
         let ct = if tx.is_arith() && ty.is_arith() {
@@ -474,8 +486,8 @@ impl<'u> Lowerer<'u> {
             tx.clone()
         };
         let st = ct.scalar();
-        let x = fold::cast(st, x);
-        let y = fold::cast(st, y);
+        let x = self.cast(st, x);
+        let y = self.cast(st, y);
         let e = fold::binary(bin, st, x, y);
         if bin.is_comparison() {
             Value::Scalar(e, Type::Bool)
@@ -487,9 +499,9 @@ impl<'u> Lowerer<'u> {
     /// `p + i`, `p - i`: advances by `i` elements of the pointee.
     pub(super) fn ptr_add(&mut self, p: Ptr, i: Expr, it: &Type, negate: bool) -> Ptr {
         let size = self.size_expr(&p.pointee);
-        let i = fold::cast(I64, i);
+        let i = self.cast(I64, i);
         let _ = it;
-        let scaled = fold::binary(BinOp::Mul, I64, i, fold::cast(I64, size));
+        let scaled = fold::binary(BinOp::Mul, I64, i, self.cast(I64, size));
         let offset = if negate {
             fold::binary(BinOp::Sub, I64, p.offset, scaled)
         } else {
@@ -504,7 +516,7 @@ impl<'u> Lowerer<'u> {
             "-" if same => {
                 let size = self.size_expr(&p.pointee);
                 let diff = fold::binary(BinOp::Sub, I64, p.offset, q.offset);
-                Value::Scalar(fold::binary(BinOp::Div, I64, diff, fold::cast(I64, size)), Type::int(64, true))
+                Value::Scalar(fold::binary(BinOp::Div, I64, diff, self.cast(I64, size)), Type::int(64, true))
             }
             "==" | "!=" | "<" | "<=" | ">" | ">=" if same => {
                 self.arith(op, p.offset, &Type::int(64, true), q.offset, &Type::int(64, true), node)
@@ -717,7 +729,7 @@ impl<'u> Lowerer<'u> {
             (Value::Scalar(x, tx), Value::Scalar(y, ty)) => {
                 let t = if tx.is_arith() && ty.is_arith() { common_type(&tx, &ty) } else { tx.clone() };
                 let st = t.scalar();
-                Some(Value::Scalar(fold::select(c, fold::cast(st, x), fold::cast(st, y)), t))
+                Some(Value::Scalar(fold::select(c, self.cast(st, x), self.cast(st, y)), t))
             }
             (Value::Ptr(p), Value::Ptr(q)) if p.object == q.object || q.object.is_none() || p.object.is_none() => {
                 let object = p.object.or(q.object);
@@ -1083,9 +1095,7 @@ impl<'u> Lowerer<'u> {
         if let Some(v) = self.builtin_value(name) {
             return Place::Temp(v);
         }
-        // A name nothing declares (its header was not found): a symbolic constant.
-        let s = self.sym(name, ScalarTy::I64, SymKind::Unresolved);
-        Place::Temp(Value::Scalar(Expr::Sym(s), Type::int(64, true)))
+        Place::Unresolved(name.into())
     }
 
     /// The place a set of declarations names (variables, enumerators, types).
@@ -1107,8 +1117,16 @@ impl<'u> Lowerer<'u> {
                     return Some(Place::Temp(Value::Type(t)));
                 }
                 DeclKind::Function => {
-                    // A function used as a value (a pointer to it): not modelled.
-                    return Some(Place::Temp(Value::Unknown(Type::Opaque(format!("function {name}").into()))));
+                    let functions: Vec<DeclId> = ids
+                        .iter()
+                        .copied()
+                        .filter(|&f| self.index.decl(f).kind == DeclKind::Function)
+                        .collect();
+                    let _ = name;
+                    return Some(Place::Temp(Value::Func(Rc::new(super::types::FuncRef {
+                        ids: functions,
+                        args: Vec::new(),
+                    }))));
                 }
                 _ => {}
             }
@@ -1123,6 +1141,14 @@ impl<'u> Lowerer<'u> {
             return Place::Temp(self.unknown_value(node, format!("name `{full}`")));
         };
         let name = normalize(self.text(name_node));
+        if name_node.kind() == "template_function" {
+            // `ns::var<args>` / `std::is_same_v<A, B>`.
+            let path = normalize(self.text(scope_node));
+            let parts: Vec<&str> = path.split("::").collect();
+            let scope = self.resolve_scope_path(&parts);
+            let base = name_node.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
+            return Place::Temp(self.template_value_in(name_node, scope, &format!("{path}::{base}")));
+        }
         // A class (template) scope: a static member.
         let scope_ty = match scope_node.kind() {
             "template_type" => Some(self.template_type(scope_node)),
@@ -1184,8 +1210,7 @@ impl<'u> Lowerer<'u> {
                 return p;
             }
         }
-        let s = self.sym(&full, ScalarTy::I64, SymKind::Unresolved);
-        Place::Temp(Value::Scalar(Expr::Sym(s), Type::int(64, true)))
+        Place::Unresolved(full.into())
     }
 
     /// A static data member (or enumerator, or nested type) of a class.
@@ -1386,11 +1411,27 @@ impl<'u> Lowerer<'u> {
                 let (i, _, _) = self.field(&ty, name)?;
                 places.get(i).cloned()
             }
+            Place::Mem(ptr, Type::Opaque(tn)) => {
+                // A type whose definition was not found: the member is at a symbolic offset.
+                let tn = tn.clone();
+                self.assume(
+                    node,
+                    format!("the layout of `{tn}` is not known: its members are data at symbolic offsets"),
+                );
+                let s = self.sym(&format!("offsetof({tn}, {name})"), I64, SymKind::Layout);
+                let fty = Type::Opaque(format!("{tn}::{name}").into());
+                let p = Ptr {
+                    object: ptr.object,
+                    offset: fold::binary(BinOp::Add, I64, ptr.offset.clone(), Expr::Sym(s)),
+                    pointee: fty.clone(),
+                };
+                Some(Place::Mem(p, fty))
+            }
             Place::Mem(ptr, _) => {
                 let (_, off, fty) = self.field(&ty, name)?;
                 let p = Ptr {
                     object: ptr.object,
-                    offset: fold::binary(BinOp::Add, I64, ptr.offset.clone(), fold::cast(I64, off)),
+                    offset: fold::binary(BinOp::Add, I64, ptr.offset.clone(), self.cast(I64, off)),
                     pointee: fty.clone(),
                 };
                 Some(Place::Mem(p, fty))
@@ -1403,16 +1444,17 @@ impl<'u> Lowerer<'u> {
                 let (_, off, fty) = self.field(t, name)?;
                 let p = Ptr {
                     object: ptr.object,
-                    offset: fold::binary(BinOp::Add, I64, ptr.offset.clone(), fold::cast(I64, off)),
+                    offset: fold::binary(BinOp::Add, I64, ptr.offset.clone(), self.cast(I64, off)),
                     pointee: fty.clone(),
                 };
                 Some(Place::Mem(p, fty))
             }
             Place::Temp(Value::Unknown(_)) => Some(Place::Temp(Value::Unknown(Type::Opaque(name.into())))),
-            _ => {
-                let _ = node;
-                None
+            Place::Unresolved(base_name) => {
+                let ptr = self.unresolved_memory(base_name, node);
+                self.member_place(&Place::Mem(ptr, Type::Opaque(base_name.clone())), name, node)
             }
+            _ => None,
         }
     }
 
@@ -1449,6 +1491,14 @@ impl<'u> Lowerer<'u> {
         };
         // Arrays in memory index in place; pointers are read first.
         let ptr = match base {
+            Place::Unresolved(name) => self.unresolved_memory(&name, node),
+            Place::Mem(ptr, Type::Opaque(tn)) => {
+                self.assume(node, format!("`{tn}` is indexed in place (its type is not known)"));
+                Ptr {
+                    pointee: Type::Opaque(format!("{tn}[]").into()),
+                    ..ptr
+                }
+            }
             Place::Mem(ptr, Type::Array(elem, _)) => Ptr {
                 pointee: (*elem).clone(),
                 ..ptr
@@ -1491,6 +1541,30 @@ impl<'u> Lowerer<'u> {
             }
             Place::Temp(v) => v.clone(),
             Place::Mem(ptr, ty) => self.load(ptr, ty, node),
+            Place::Unresolved(name) => {
+                let s = self.sym(name, ScalarTy::I64, SymKind::Unresolved);
+                Value::Scalar(Expr::Sym(s), Type::int(64, true))
+            }
+        }
+    }
+
+    /// The memory an unresolved name denotes when it is indexed or dereferenced:
+    /// a global object of unknown type (a table from a header that was not found).
+    fn unresolved_memory(&mut self, name: &str, node: Node<'u>) -> Ptr {
+        let key = format!("<unresolved {name}>");
+        let obj = match self.unresolved_objects.get(&key) {
+            Some(&o) => o,
+            None => {
+                let span = self.span(node);
+                let o = self.new_object(name, Space::Global, ObjectKind::GlobalVariable, &Type::Opaque(name.into()), span);
+                self.unresolved_objects.insert(key, o);
+                o
+            }
+        };
+        Ptr {
+            object: Some(obj),
+            offset: i64c(0),
+            pointee: Type::Opaque(format!("{name}[]").into()),
         }
     }
 
@@ -1646,6 +1720,12 @@ impl<'u> Lowerer<'u> {
             }
             Place::Temp(Value::Unknown(_)) => {}
             Place::Temp(_) => self.unknown(node, "assignment to a value that is not a variable"),
+            Place::Unresolved(name) => {
+                let name = name.clone();
+                let ptr = self.unresolved_memory(&name, node);
+                let ty = Type::Opaque(name);
+                self.store(&ptr, &ty, value, node)
+            }
         }
     }
 
@@ -1711,7 +1791,7 @@ impl<'u> Lowerer<'u> {
         match (v, ty) {
             (v, Type::Opaque(n)) if &**n == "auto" => v,
             (Value::Scalar(e, from), Type::Bool) => Value::Scalar(self.truth(Value::Scalar(e, from), node), Type::Bool),
-            (Value::Scalar(e, _), t) if t.is_arith() => Value::Scalar(fold::cast(t.scalar(), e), t.clone()),
+            (Value::Scalar(e, _), t) if t.is_arith() => Value::Scalar(self.cast(t.scalar(), e), t.clone()),
             (Value::Ptr(p), Type::Bool) => Value::Scalar(self.nonnull(&p), Type::Bool),
             (Value::Ptr(p), Type::Ptr(to)) => Value::Ptr(Ptr {
                 pointee: (**to).clone(),
@@ -1736,7 +1816,7 @@ impl<'u> Lowerer<'u> {
                 let obj = self.untraced(Space::Global);
                 Value::Ptr(Ptr {
                     object: Some(obj),
-                    offset: fold::cast(I64, e),
+                    offset: self.cast(I64, e),
                     pointee: (**to).clone(),
                 })
             }
@@ -1875,12 +1955,24 @@ impl<'u> Lowerer<'u> {
             "blockDim" => dim3(Builtin::BlockDim),
             "gridDim" => dim3(Builtin::GridDim),
             "warpSize" => Value::Scalar(Expr::Builtin(Builtin::WarpSize), Type::int(32, true)),
+            "__func__" | "__FUNCTION__" | "__PRETTY_FUNCTION__" => Value::Ptr(Ptr {
+                object: None,
+                offset: i64c(0),
+                pointee: Type::int(8, true),
+            }),
             _ => return None,
         })
     }
 
     /// `name<args>` used as a value: a variable template or a library trait.
     fn template_value(&mut self, node: Node<'u>) -> Value {
+        let name = node.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
+        self.template_value_in(node, None, &name)
+    }
+
+    /// A variable template `name<args>` looked up in `scope` (or from the context),
+    /// else a library trait by its full name.
+    fn template_value_in(&mut self, node: Node<'u>, scope: Option<super::ScopeId>, full: &str) -> Value {
         let name = node
             .field("name")
             .map(|n| normalize(self.text(n)))
@@ -1889,7 +1981,18 @@ impl<'u> Lowerer<'u> {
             Some(a) => self.template_args(a),
             None => Vec::new(),
         };
-        let ids = self.index.lookup(self.ctx().scope, &name);
+        let ids = match scope {
+            Some(s) => self.index.lookup_in(s, &name, 0),
+            None => self.index.lookup(self.ctx().scope, &name),
+        };
+        let functions: Vec<DeclId> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.index.decl(id).kind == DeclKind::Function)
+            .collect();
+        if !functions.is_empty() {
+            return Value::Func(Rc::new(super::types::FuncRef { ids: functions, args }));
+        }
         for id in ids {
             let d = self.index.decl(id).clone();
             if d.kind == DeclKind::Var {
@@ -1912,10 +2015,16 @@ impl<'u> Lowerer<'u> {
                 }
             }
         }
-        if let Some(v) = super::builtins::std_value(self, &name, &args) {
+        if let Some(v) = super::builtins::std_value(self, full, &args) {
             return v;
         }
-        self.unknown_value(node, format!("`{name}<…>` used as a value"))
+        // A trait of a type left symbolic: a symbolic (grid-uniform) boolean.
+        if full.contains("std::") && args.iter().any(|a| matches!(a, super::types::TArg::Type(Type::Opaque(_)))) {
+            let shown: Vec<String> = args.iter().map(super::types::TArg::display).collect();
+            let s = self.sym(&format!("{full}<{}>", shown.join(", ")), ScalarTy::Bool, SymKind::TemplateParam);
+            return Value::Scalar(Expr::Sym(s), Type::Bool);
+        }
+        self.unknown_value(node, format!("`{full}<…>` used as a value"))
     }
 }
 

@@ -28,8 +28,13 @@ pub const MAX_TUPLES: usize = 64;
 /// How many enclosing function templates are followed outward.
 const MAX_DEPTH: u32 = 3;
 
-/// The distinct template argument tuples of a kernel in this unit.
-pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Vec<TArg>> {
+/// A template argument tuple; `None` where the argument could not be
+/// determined (that parameter stays symbolic).
+pub type Tuple = Vec<Option<TArg>>;
+
+/// The distinct template argument tuples of a kernel in this unit, the most
+/// determined first.
+pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Tuple> {
     let mut l = Lowerer::new(unit, index, config, kernel);
     let mut finder = Finder {
         envs: HashMap::new(),
@@ -40,13 +45,15 @@ pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, k
             finder.function_nodes.insert(d.node.id(), DeclId(i as u32));
         }
     }
-    let mut tuples: Vec<Vec<TArg>> = Vec::new();
-    // Symbols of this search do not exist in later lowerings: keep concrete tuples only.
+    let mut tuples: Vec<Tuple> = Vec::new();
+    // Symbols of this search do not exist in later lowerings: they become `None`.
     for t in finder.tuples_of(&mut l, kernel, 0) {
-        if t.iter().all(is_concrete) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES {
+        let t: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
+        if t.iter().any(Option::is_some) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES {
             tuples.push(t);
         }
     }
+    tuples.sort_by_key(|t| std::cmp::Reverse(t.iter().filter(|a| a.is_some()).count()));
     tuples
 }
 
@@ -55,6 +62,7 @@ fn is_concrete(a: &TArg) -> bool {
     match a {
         TArg::Value(super::CVal::Int(..)) => true,
         TArg::Value(super::CVal::Sym(..)) => false,
+        TArg::Func(_) => true,
         TArg::Type(t) => !matches!(t, super::Type::Opaque(_)),
         TArg::Pack(items) => items.iter().all(is_concrete),
     }

@@ -576,6 +576,7 @@ impl<'u> Lowerer<'u> {
             Value::Scalar(Expr::Bool(b), _) => Some(TArg::Value(CVal::Int(*b as i128, ScalarTy::Bool))),
             Value::Scalar(Expr::Sym(s), t) => Some(TArg::Value(CVal::Sym(*s, t.scalar()))),
             Value::Type(t) => Some(TArg::Type(t.clone())),
+            Value::Func(f) => Some(TArg::Func(f.clone())),
             _ => None,
         }
     }
@@ -730,7 +731,7 @@ impl<'u> Lowerer<'u> {
                 continue;
             }
             // A pattern using parameters inside (`tile<I, J, T>`): deduce structurally.
-            if params.iter().any(|p| text.contains(p.as_str())) {
+            if super::call::mentions(&text, &params) {
                 if let TArg::Type(t) = arg {
                     let ok = self.in_ctx(ctx.clone(), |l| l.deduce_type_pattern(*pat, t, &params, &mut env));
                     if ok {

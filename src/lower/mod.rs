@@ -142,11 +142,14 @@ pub struct Lowerer<'u> {
     untraced: HashMap<Space, ObjectId>,
     layouts: HashMap<Rc<ClassInst>, Rc<Layout>>,
     globals: HashMap<(DeclId, String), Binding>,
+    unresolved_objects: HashMap<String, ObjectId>,
     enum_values: HashMap<DeclId, i128>,
     closures: Vec<Closure<'u>>,
     ops: HashMap<String, OpId>,
     syms: HashMap<String, SymId>,
     depth: usize,
+    /// Inside a branch of an `if constexpr` whose condition is symbolic.
+    speculative: u32,
 }
 
 /// A kernel definition: what `warpdrf kernels` lists.
@@ -194,7 +197,7 @@ pub fn kernel_defs(index: &Index) -> Vec<KernelDef> {
 
 /// Lowers one kernel instantiation. `args` binds its template parameters in
 /// order; missing ones take their defaults or stay symbolic.
-pub fn lower_kernel(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId, args: &[TArg]) -> Kernel {
+pub fn lower_kernel(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId, args: &[Option<TArg>]) -> Kernel {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.kernel(kernel, args);
     l.finish()
@@ -221,6 +224,7 @@ impl<'u> Lowerer<'u> {
                 exit_label: LabelId(0),
                 body: ir::Block::default(),
                 unknowns: Vec::new(),
+                assumptions: Vec::new(),
             },
             frames: Vec::new(),
             blocks: Vec::new(),
@@ -233,17 +237,21 @@ impl<'u> Lowerer<'u> {
             untraced: HashMap::new(),
             layouts: HashMap::new(),
             globals: HashMap::new(),
+            unresolved_objects: HashMap::new(),
             enum_values: HashMap::new(),
             closures: Vec::new(),
             ops: HashMap::new(),
             syms: HashMap::new(),
             depth: 0,
+            speculative: 0,
         }
     }
 
     fn finish(mut self) -> Kernel {
         self.k.unknowns.sort();
         self.k.unknowns.dedup();
+        self.k.assumptions.sort();
+        self.k.assumptions.dedup();
         self.k
     }
 
@@ -313,6 +321,7 @@ impl<'u> Lowerer<'u> {
         frame.ctx.tenv.get(name).map(|a| match a {
             TArg::Type(t) => Binding::Type(t.clone()),
             TArg::Value(v) => Binding::Value(self.cval_value(*v)),
+            TArg::Func(f) => Binding::Value(Value::Func(f.clone())),
             TArg::Pack(items) => {
                 if items.iter().all(|i| matches!(i, TArg::Type(_))) && !items.is_empty() {
                     Binding::TypePack(
@@ -332,6 +341,7 @@ impl<'u> Lowerer<'u> {
                                 TArg::Type(t) => Binding::Type(t.clone()),
                                 TArg::Value(v) => Binding::Value(self.cval_value(*v)),
                                 TArg::Pack(_) => Binding::Value(Value::Void),
+                                TArg::Func(f) => Binding::Value(Value::Func(f.clone())),
                             })
                             .collect(),
                     )
@@ -352,6 +362,24 @@ impl<'u> Lowerer<'u> {
             ),
             CVal::Sym(s, ty) => Value::Scalar(Expr::Sym(s), scalar_type(ty)),
         }
+    }
+
+    /// The IR type of an expression (variables, parameters and symbols included).
+    pub(crate) fn scalar_of(&self, e: &Expr) -> Option<ScalarTy> {
+        match e {
+            Expr::Var(v) => self.k.vars.get(v.index()).map(|v| v.ty),
+            Expr::Param(p) => self.k.params.get(*p as usize).map(|p| p.ty),
+            Expr::Sym(s) => self.k.syms.get(s.index()).map(|s| s.ty),
+            other => ir::fold::type_of(other),
+        }
+    }
+
+    /// A conversion, left out when the expression already has the type.
+    pub(crate) fn cast(&self, ty: ScalarTy, e: Expr) -> Expr {
+        if self.scalar_of(&e) == Some(ty) {
+            return e;
+        }
+        ir::fold::cast(ty, e)
     }
 
     // ----- output --------------------------------------------------------------
@@ -404,6 +432,14 @@ impl<'u> Lowerer<'u> {
                 });
             }
         }
+    }
+
+    /// Records a modelling assumption (not an unknown: the verdict stands, the
+    /// report names what it relies on).
+    fn assume(&mut self, node: Node, reason: String) {
+        let span = self.span(node);
+        let site = self.site(span);
+        self.k.assumptions.push(ir::Unknown { reason, span: site });
     }
 
     fn unknown_value(&mut self, node: Node, reason: impl Into<String>) -> Value {
@@ -494,7 +530,7 @@ impl<'u> Lowerer<'u> {
 
     // ----- the kernel ----------------------------------------------------------
 
-    fn kernel(&mut self, kernel: DeclId, args: &[TArg]) {
+    fn kernel(&mut self, kernel: DeclId, args: &[Option<TArg>]) {
         let d = self.index.decl(kernel).clone();
         let span = self.k.span;
         let ctx = Ctx {
@@ -507,7 +543,22 @@ impl<'u> Lowerer<'u> {
         // Template parameters: explicit arguments, then defaults, then symbols.
         if let Some(params) = d.template {
             let ctx = self.ctx().clone();
-            let env = self.bind_template_params(ctx, params, args, &TemplateEnv::new(), true);
+            // Arguments by parameter name; a variadic parameter takes the rest.
+            let mut given = TemplateEnv::new();
+            for (i, p) in syntax::named_children(params).into_iter().enumerate() {
+                let Some(name) = call::template_param_name(d.frag, p) else { continue };
+                if p.kind().starts_with("variadic") {
+                    let rest: Option<Vec<TArg>> = args.get(i..).map(|r| r.iter().cloned().collect()).unwrap_or(Some(Vec::new()));
+                    if let Some(rest) = rest {
+                        given.insert(name, TArg::Pack(rest));
+                    }
+                    break;
+                }
+                if let Some(Some(a)) = args.get(i) {
+                    given.insert(name, a.clone());
+                }
+            }
+            let env = self.bind_template_params(ctx, params, &[], &given, true);
             self.frame_mut().ctx.tenv = Rc::new(env.clone());
             let mut shown = Vec::new();
             for p in syntax::named_children(params) {
@@ -542,6 +593,7 @@ impl<'u> Lowerer<'u> {
     fn targ_display(&self, a: &TArg) -> String {
         match a {
             TArg::Value(CVal::Sym(s, _)) => format!("<symbolic {}>", self.k.syms[s.index()].name),
+            TArg::Func(f) => f.ids.first().map(|&d| self.index.decl(d).name.clone()).unwrap_or_default(),
             other => other.display(),
         }
     }
@@ -591,10 +643,11 @@ impl<'u> Lowerer<'u> {
             return;
         };
         for (index, p) in syntax::named_children(params).into_iter().enumerate() {
+            if p.kind() == "variadic_parameter_declaration" {
+                self.kernel_param_pack(p, index as u32);
+                continue;
+            }
             if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
-                if p.kind() == "variadic_parameter_declaration" || p.kind() == "variadic_parameter" {
-                    self.unknown(p, "variadic kernel parameters");
-                }
                 continue;
             }
             let (ty, name) = self.declared_type(p);
@@ -604,6 +657,32 @@ impl<'u> Lowerer<'u> {
             let place = self.param_place(&name, &ty, index as u32, "", restrict, span);
             self.bind(&name, Binding::Place(place));
         }
+    }
+
+    /// `Ts... args`: one parameter per type of the pack.
+    fn kernel_param_pack(&mut self, p: Node<'u>, index: u32) {
+        let pack_name = p.field("type").map(|t| self.text(t).trim().to_string()).unwrap_or_default();
+        let name = p
+            .field("declarator")
+            .and_then(|d| index::declarator_name(self.frag(), d))
+            .map(|(n, _)| n.trim_start_matches("...").to_string())
+            .unwrap_or_else(|| format!("pack{index}"));
+        let types = match self.lookup_local(&pack_name) {
+            Some(Binding::TypePack(ts)) => ts,
+            Some(Binding::Pack(items)) if items.is_empty() => Vec::new(),
+            _ => {
+                self.unknown(p, format!("kernel parameter pack `{name}` of an unknown length"));
+                return;
+            }
+        };
+        // `const Ts... args`: the declarator's pointer/reference shape applies to each type.
+        let span = self.span(p);
+        let mut places = Vec::new();
+        for (i, t) in types.iter().enumerate() {
+            let place = self.param_place(&format!("{name}{i}"), t, index + i as u32, "", false, span);
+            places.push(Binding::Place(place));
+        }
+        self.bind(&name, Binding::Pack(places));
     }
 
     /// The place of a kernel parameter (or a member of a by-value struct parameter):

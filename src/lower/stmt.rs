@@ -167,8 +167,12 @@ impl<'u> Lowerer<'u> {
                 }
             }
             None => {
+                // An `if constexpr` on a symbolic template parameter: both branches
+                // are lowered as under a grid-uniform condition, which covers the
+                // one the real instantiation keeps; what cannot compile in the other
+                // (a failing `static_assert`) makes that path infeasible.
                 if constexpr {
-                    self.unknown(node, "`if constexpr` whose condition is not a known constant");
+                    self.speculative += 1;
                 }
                 self.frame_mut().cond_depth += 1;
                 let then_block = self.sub_block(|l| {
@@ -184,6 +188,9 @@ impl<'u> Lowerer<'u> {
                 });
                 let else_dead = std::mem::replace(&mut self.dead, false);
                 self.frame_mut().cond_depth -= 1;
+                if constexpr {
+                    self.speculative -= 1;
+                }
                 if !then_block.0.is_empty() || !else_block.0.is_empty() {
                     self.emit_at(
                         StmtKind::If {
@@ -315,7 +322,7 @@ impl<'u> Lowerer<'u> {
                     let val = self.scratch_expr(v);
                     let st = sty.scalar();
                     values.push(Some(match val {
-                        Value::Scalar(e, _) => fold::cast(st, e),
+                        Value::Scalar(e, _) => self.cast(st, e),
                         _ => Expr::Bool(false),
                     }));
                 }
@@ -429,6 +436,10 @@ impl<'u> Lowerer<'u> {
         let cond = self.truth(v, c);
         match cond.as_bool() {
             Some(true) => {}
+            Some(false) if self.speculative > 0 => {
+                self.emit_at(StmtKind::Assume(Expr::Bool(false)), node);
+                self.dead = true;
+            }
             Some(false) => {
                 let text = super::index::normalize_spaces(self.text(c));
                 self.unknown(node, format!("static_assert({text}) does not hold for this instantiation"));
@@ -546,12 +557,10 @@ impl<'u> Lowerer<'u> {
                 return;
             }
             let place = self.local_place(name, &ty, node);
-            // A class with a default constructor runs it.
-            if let Type::Class(_) = &ty {
-                let v = self.construct(&ty, Vec::new(), node);
-                if !matches!(v, Value::Unknown(_)) {
-                    self.write(&place, v, node);
-                }
+            // A class runs its default constructor on the variable itself.
+            if let Type::Class(inst) = &ty {
+                let inst = inst.clone();
+                self.construct_into(&place, &inst, Vec::new(), node);
             } else if let Place::Var(var, _) = &place {
                 let span = self.span(node);
                 self.emit(
@@ -582,6 +591,16 @@ impl<'u> Lowerer<'u> {
                 } else if init.kind() == "initializer_list" && items.len() == 1 && ty.is_arith() {
                     let op = items.into_iter().next().expect("one item");
                     self.operand_value(op, init)
+                } else if let Type::Class(inst) = &ty {
+                    let is_copy = items.len() == 1 && items[0].ty().strip_ref() == &ty;
+                    if !is_copy {
+                        let inst = inst.clone();
+                        let place = self.local_place(name, &ty, node);
+                        self.construct_into(&place, &inst, items, init);
+                        self.bind(name, Binding::Place(place));
+                        return;
+                    }
+                    self.construct(&ty, items, init)
                 } else {
                     self.construct(&ty, items, init)
                 }

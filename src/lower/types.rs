@@ -174,12 +174,21 @@ pub enum CVal {
     Sym(SymId, ScalarTy),
 }
 
+/// A function named as a value: its overloads and explicit template arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FuncRef {
+    pub ids: Vec<DeclId>,
+    pub args: Vec<TArg>,
+}
+
 /// A template argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TArg {
     Type(Type),
     Value(CVal),
     Pack(Vec<TArg>),
+    /// A function (a function pointer template argument).
+    Func(Rc<FuncRef>),
 }
 
 impl TArg {
@@ -189,6 +198,7 @@ impl TArg {
             TArg::Value(CVal::Int(v, ScalarTy::Bool)) => (if *v != 0 { "true" } else { "false" }).into(),
             TArg::Value(CVal::Int(v, _)) => v.to_string(),
             TArg::Value(CVal::Sym(s, _)) => format!("sym#{}", s.0),
+            TArg::Func(f) => format!("fn#{}", f.ids.first().map_or(0, |d| d.0)),
             TArg::Pack(items) => {
                 let items: Vec<String> = items.iter().map(TArg::display).collect();
                 items.join(", ")

@@ -31,6 +31,8 @@ pub enum Value {
     /// An aggregate whose contents live in memory (arrays, structs holding arrays).
     Mem(Ptr, Type),
     Closure(u32),
+    /// A function (or overload set) used as a value.
+    Func(std::rc::Rc<super::types::FuncRef>),
     /// A name that denotes a type where a value was parsed (template arguments).
     Type(Type),
     Void,
@@ -44,6 +46,7 @@ impl Value {
             Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => t.clone(),
             Value::Ptr(p) => Type::ptr(p.pointee.clone()),
             Value::Closure(i) => Type::Closure(*i),
+            Value::Func(_) => Type::Opaque("function".into()),
             Value::Type(t) => t.clone(),
             Value::Void => Type::Void,
         }
@@ -79,6 +82,9 @@ pub enum Place {
     Mem(Ptr, Type),
     /// An rvalue used where a place is wanted (assigning to it has no effect).
     Temp(Value),
+    /// A name no declaration in reach defines (its header was not found): a
+    /// symbolic constant when read, memory of an unknown global when indexed.
+    Unresolved(std::rc::Rc<str>),
 }
 
 impl Place {
@@ -87,6 +93,7 @@ impl Place {
             Place::Var(_, t) | Place::Fields(t, _) | Place::Mem(_, t) => t.clone(),
             Place::PtrVar { pointee, .. } => Type::ptr(pointee.clone()),
             Place::Temp(v) => v.ty(),
+            Place::Unresolved(n) => Type::Opaque(n.clone()),
         }
     }
 }

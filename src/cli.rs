@@ -1,0 +1,162 @@
+//! Command-line arguments (the contract of `design.md`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "warpdrf",
+    version,
+    about = "Checks CUDA kernels for data races and broken warp participation (the WarpDRF contract)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every kernel with how completely the front end models it.
+    Kernels(KernelsArgs),
+    /// Check kernels (files or directories) and report a verdict per condition.
+    Check(CheckArgs),
+    /// Show one stage of the pipeline for one kernel.
+    Explain(ExplainArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Short,
+    Json,
+    Sarif,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListFormat {
+    Human,
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Config {
+    Cuda,
+    Smr,
+    Fmr,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Cuda,
+    Hip,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Preprocess,
+    Ir,
+}
+
+/// Flags every command shares: how to read the code and what to assume.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Only this kernel (by name).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Block dimensions: X[,Y[,Z]].
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim3)]
+    pub block_dim: Option<[u32; 3]>,
+    /// Grid dimensions: X[,Y[,Z]].
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim3)]
+    pub grid_dim: Option<[u32; 3]>,
+    /// Threads per warp (64 for HIP on CDNA); by default the target's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub warp_size: Option<u32>,
+    /// Participation rules: `cuda` (full warps; the portable configuration).
+    #[arg(long, value_enum, default_value = "cuda")]
+    pub config: Config,
+    /// The language whose device pass is read.
+    #[arg(long, value_enum, default_value = "cuda")]
+    pub target: Target,
+    /// GPU architecture: sm_80 (CUDA), gfx942 (HIP).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Define a macro: NAME or NAME=VALUE.
+    #[arg(short = 'D', value_name = "NAME[=V]")]
+    pub define: Vec<String>,
+    /// Undefine a macro.
+    #[arg(short = 'U', value_name = "NAME")]
+    pub undefine: Vec<String>,
+    /// Add an include directory.
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Time limit per solver obligation, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// Kernels checked in parallel (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct KernelsArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ListFormat,
+    /// Files or directories.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Files or directories (default: the current directory).
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// The stage to show.
+    #[arg(long, value_enum, default_value = "ir")]
+    pub stage: Stage,
+    pub file: PathBuf,
+}
+
+/// `X[,Y[,Z]]` with missing dimensions 1.
+pub fn parse_dim3(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("expected X[,Y[,Z]], got `{s}`"));
+    }
+    let mut dims = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        let v: u32 = p.parse().map_err(|_| format!("`{p}` is not a positive integer"))?;
+        if v == 0 {
+            return Err("dimensions must be at least 1".into());
+        }
+        dims[i] = v;
+    }
+    Ok(dims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dim3_parsing() {
+        assert_eq!(parse_dim3("256"), Ok([256, 1, 1]));
+        assert_eq!(parse_dim3("32, 8"), Ok([32, 8, 1]));
+        assert!(parse_dim3("0").is_err());
+        assert!(parse_dim3("1,2,3,4").is_err());
+        assert!(parse_dim3("x").is_err());
+    }
+}
