@@ -170,6 +170,7 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
             if determined.get(&site) == Some(&true) {
                 continue;
             }
+            let t0 = std::time::Instant::now();
             let tuples = if def.template_params.is_empty() {
                 vec![Vec::new()]
             } else {
@@ -185,10 +186,14 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
             } else {
                 tuples.iter().take(MAX_LOWERED).cloned().collect()
             };
+            let t1 = std::time::Instant::now();
             let kernels: Vec<Kernel> = chosen
                 .iter()
                 .map(|args| lower::lower_kernel(&unit, &index, &options.lower, def.decl, args))
                 .collect();
+            if std::env::var("WARPDRF_TIMES").is_ok() {
+                eprintln!("{:?} {:?} {}", t1 - t0, t1.elapsed(), def.name);
+            }
             let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
             unknowns.sort();
             unknowns.dedup();

@@ -211,6 +211,11 @@ impl<'u> Lowerer<'u> {
             TArg::Value(CVal::Int(v, _)) if ty == ScalarTy::Bool => TArg::Value(CVal::Int((v != 0) as i128, ty)),
             TArg::Value(CVal::Int(v, _)) if ty.is_int() => TArg::Value(CVal::Int(ty.wrap(v), ty)),
             TArg::Value(CVal::Sym(s, _)) => TArg::Value(CVal::Sym(s, ty)),
+            // A name parsed as a type where a value is expected: one nothing declares.
+            TArg::Type(Type::Opaque(name)) => {
+                let s = self.sym(&name, ty, SymKind::Unresolved);
+                TArg::Value(CVal::Sym(s, ty))
+            }
             other => other,
         }
     }
@@ -258,7 +263,64 @@ impl<'u> Lowerer<'u> {
             let name = self.index.decl(decl).name.clone();
             return Operand::Value(self.opaque_call(&name, &operands, node));
         }
-        self.inline(decl, env, operands, this, class, node)
+        let constant_args: Option<Vec<String>> = operands.iter().map(constant_key).collect();
+        let this_free = this.is_none() || matches!(this, Some(Place::Temp(_)));
+        // A call with constant arguments that emits nothing is a function of its
+        // arguments: evaluate it once.
+        let memo_key = match (&constant_args, this_free) {
+            (Some(keys), true) => {
+                let mut env_keys: Vec<String> = env.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
+                env_keys.sort();
+                let class_key = class.as_ref().map(|c| Type::Class(c.clone()).display()).unwrap_or_default();
+                Some((decl, format!("{class_key}|{}|{}", env_keys.join(","), keys.join(","))))
+            }
+            _ => None,
+        };
+        if let Some(key) = &memo_key {
+            if let Some(v) = self.pure_calls.get(key) {
+                return Operand::Value(v.clone());
+            }
+        }
+        // Where C++ needs a constant, a call on non-constant (symbolic) arguments
+        // is a symbolic constant: the same function of the same uniform inputs.
+        if (self.constant_context > 0 || self.host_mode) && constant_args.is_none() {
+            let ret = self.declared_return_type(decl, class.as_ref(), &env);
+            let text = crate::lower::index::normalize_spaces(self.text(node));
+            return Operand::Value(match ret.scalar() {
+                ScalarTy::Opaque => Value::Unknown(ret),
+                st => {
+                    let s = self.sym(&text, st, SymKind::Unresolved);
+                    Value::Scalar(crate::ir::Expr::Sym(s), ret)
+                }
+            });
+        }
+        let before = self.blocks.last().map_or(0, Vec::len);
+        let result = self.inline(decl, env, operands, this, class, node);
+        if let (Some(key), Operand::Value(v)) = (memo_key, &result) {
+            let emitted = self.blocks.last().map_or(0, Vec::len) > before;
+            if !emitted && is_constant_value(v) {
+                self.pure_calls.insert(key, v.clone());
+            }
+        }
+        result
+    }
+
+    /// A function's declared return type in its context.
+    fn declared_return_type(&mut self, id: DeclId, class: Option<&Rc<ClassInst>>, env: &TemplateEnv) -> Type {
+        let d = self.index.decl(id).clone();
+        let ctx = self.callee_ctx(id, class, env);
+        self.in_ctx(ctx, |l| {
+            let base = match d.node.field("type") {
+                Some(t) => l.type_node(t),
+                None => Type::Void,
+            };
+            match d.node.field("declarator") {
+                Some(decl) => return_type(l, base, decl),
+                None => base,
+            }
+        })
+        .strip_ref()
+        .clone()
     }
 
     /// Picks the best viable candidate; returns it with its template arguments.
@@ -302,6 +364,11 @@ impl<'u> Lowerer<'u> {
             tenv: Rc::new(tenv),
             class: class_inst,
         }
+    }
+
+    /// `viable` for the instantiation search.
+    pub(super) fn viable_for(&mut self, id: DeclId, explicit: &[TArg], operands: &[Operand]) -> Option<(TemplateEnv, u32)> {
+        self.viable(id, explicit, operands, None)
     }
 
     /// Whether a candidate can take the operands: its template arguments and cost.
@@ -455,10 +522,21 @@ impl<'u> Lowerer<'u> {
         node: Node<'u>,
     ) -> Operand {
         let d = self.index.decl(id).clone();
+        // Recursion is the same function with the same template and constant
+        // arguments: recursion on constants terminates as C++ evaluates it.
         let key_args: Vec<String> = {
             let mut v: Vec<(&String, &TArg)> = env.iter().collect();
             v.sort_by(|a, b| a.0.cmp(b.0));
-            v.iter().map(|(k, a)| format!("{k}={}", a.display())).collect()
+            let mut keys: Vec<String> = v.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
+            for op in &operands {
+                keys.push(match op {
+                    Operand::Value(Value::Scalar(e, _)) | Operand::Place(Place::Temp(Value::Scalar(e, _))) if e.is_const() => {
+                        format!("{e:?}")
+                    }
+                    _ => "?".into(),
+                });
+            }
+            keys
         };
         let key = (id, key_args.join(","));
         if self.frames.iter().any(|f| f.key.as_ref() == Some(&key)) {
@@ -1068,6 +1146,24 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
     ty
 }
 
+/// A key for a constant operand (`None` when the operand is not constant).
+fn constant_key(op: &Operand) -> Option<String> {
+    match op {
+        Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => Some(format!("{v:?}")),
+        _ => None,
+    }
+}
+
+/// A value fixed at compile time.
+fn is_constant_value(v: &Value) -> bool {
+    match v {
+        Value::Scalar(e, _) => e.is_const(),
+        Value::Func(_) | Value::Type(_) | Value::Void => true,
+        Value::Agg(_, fields) => fields.iter().all(is_constant_value),
+        _ => false,
+    }
+}
+
 /// Whether a type spelling mentions any of the template parameters.
 pub(super) fn mentions(text: &str, names: &[String]) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -1265,6 +1361,13 @@ impl<'u> Lowerer<'u> {
             }
             Some(Binding::Place(p)) => {
                 let ty = p.ty();
+                if let Place::Cell(..) = &p {
+                    let ops = self.operands(args);
+                    return match self.read(&p, node) {
+                        Value::Func(f) => self.call_named(&f.ids, &f.args, ops, None, None, node),
+                        _ => Operand::Value(self.unknown_value(node, format!("call through `{name}`, a function pointer not known here"))),
+                    };
+                }
                 match ty.strip_ref() {
                     Type::Closure(id) => {
                         let id = *id;

@@ -686,8 +686,11 @@ impl<'u> Lowerer<'u> {
         }
         let mut av = Value::Void;
         let mut bv = Value::Void;
+        let before = self.known.clone();
         let then_block = self.sub_block(|l| av = l.expr(a));
+        self.known = before.clone();
         let else_block = self.sub_block(|l| bv = l.expr(b));
+        self.known = before;
         if then_block.0.is_empty() && else_block.0.is_empty() {
             if let Some(v) = self.select_values(cond.clone(), av.clone(), bv.clone(), node) {
                 return v;
@@ -1523,7 +1526,7 @@ impl<'u> Lowerer<'u> {
     /// Reads a place (a load for memory).
     pub(super) fn read(&mut self, place: &Place, node: Node<'u>) -> Value {
         match place {
-            Place::Var(v, t) => Value::Scalar(Expr::Var(*v), t.clone()),
+            Place::Var(v, t) => Value::Scalar(self.known.get(v).cloned().unwrap_or(Expr::Var(*v)), t.clone()),
             Place::PtrVar { offset, slot, pointee } => {
                 let object = match self.ptr_slots[*slot] {
                     PtrBase::Set(o) => o,
@@ -1545,6 +1548,10 @@ impl<'u> Lowerer<'u> {
                 let s = self.sym(name, ScalarTy::I64, SymKind::Unresolved);
                 Value::Scalar(Expr::Sym(s), Type::int(64, true))
             }
+            Place::Cell(cell, ty) => match &*cell.borrow() {
+                super::value::CellState::Holds(v) => v.clone(),
+                _ => Value::Unknown(ty.clone()),
+            },
         }
     }
 
@@ -1720,6 +1727,18 @@ impl<'u> Lowerer<'u> {
             }
             Place::Temp(Value::Unknown(_)) => {}
             Place::Temp(_) => self.unknown(node, "assignment to a value that is not a variable"),
+            Place::Cell(cell, _) => {
+                use super::value::CellState;
+                let next = match (&*cell.borrow(), &value) {
+                    (CellState::Empty, v) => CellState::Holds(v.clone()),
+                    (CellState::Holds(Value::Func(a)), Value::Func(b)) if a == b => CellState::Holds(value.clone()),
+                    _ => CellState::Conflict,
+                };
+                if matches!(next, CellState::Conflict) {
+                    self.unknown(node, "function pointer assigned different functions");
+                }
+                *cell.borrow_mut() = next;
+            }
             Place::Unresolved(name) => {
                 let name = name.clone();
                 let ptr = self.unresolved_memory(&name, node);
@@ -1870,6 +1889,10 @@ impl<'u> Lowerer<'u> {
         let ty = ty.strip_ref().clone();
         match &ty {
             t if t.is_arith() => Place::Var(self.new_var(name, t.scalar(), span), t.clone()),
+            t if t.is_function_pointer() => Place::Cell(
+                Rc::new(std::cell::RefCell::new(super::value::CellState::Empty)),
+                t.clone(),
+            ),
             Type::Ptr(p) | Type::Array(p, None) if !matches!(ty, Type::Array(..)) => {
                 let off = self.new_var(name, I64, span);
                 let slot = self.ptr_slots.len();

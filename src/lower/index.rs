@@ -164,7 +164,7 @@ impl<'u> Index<'u> {
             index.walk(frag, tree.root_node(), GLOBAL, None, 0);
             for i in first..index.decls.len() {
                 let d = &index.decls[i];
-                if d.kind == DeclKind::Function && d.defined && is_kernel(frag, d.node) {
+                if d.kind == DeclKind::Function && d.defined && header_mentions_global(frag, d.node) && is_kernel(frag, d.node) {
                     index.kernels.push(KernelDecl { decl: DeclId(i as u32) });
                 }
             }
@@ -640,6 +640,14 @@ fn is_function_declarator(mut node: Node) -> bool {
         }
     }
     false
+}
+
+/// A cheap filter before the query: `__global__` appears before the body.
+fn header_mentions_global(frag: &Fragment, function: Node) -> bool {
+    let end = function.field("body").map_or(function.end_byte(), |b| b.start_byte());
+    frag.text
+        .get(function.start_byte()..end)
+        .is_some_and(|h| h.contains("__global__"))
 }
 
 /// Whether a function definition is a kernel (query `grammar/kernels.scm`,

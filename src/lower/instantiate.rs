@@ -36,6 +36,7 @@ pub type Tuple = Vec<Option<TArg>>;
 /// determined first.
 pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Tuple> {
     let mut l = Lowerer::new(unit, index, config, kernel);
+    l.host_mode = true;
     let mut finder = Finder {
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
@@ -75,7 +76,9 @@ struct Finder {
 }
 
 impl Finder {
-    /// Argument tuples of template-ids naming `target` (explicit instantiations included).
+    /// Argument tuples of the uses of `target`: template-ids (`f<…>`), calls
+    /// whose remaining arguments are deduced from the call's operands, and
+    /// explicit instantiations.
     fn tuples_of<'u>(&mut self, l: &mut Lowerer<'u>, target: DeclId, depth: u32) -> Vec<Vec<TArg>> {
         let d = l.index.decl(target).clone();
         let name = d.name.clone();
@@ -86,10 +89,9 @@ impl Finder {
             }
             let frag: &'u Fragment = frag;
             let root = syntax::tree(frag).root_node();
-            for occurrence in template_ids(frag, root, &name) {
-                let Some(args) = occurrence.field("arguments") else { continue };
-                let (enclosing, scope) = self.enclosing(l, occurrence);
-                let envs = match enclosing {
+            for site in uses(frag, root, &name) {
+                let (enclosing, scope) = self.enclosing(l, site.node);
+                let mut envs = match enclosing {
                     Some(f) if l.index.decl(f).template.is_some() => {
                         if depth >= MAX_DEPTH || f == target {
                             continue;
@@ -98,6 +100,11 @@ impl Finder {
                     }
                     _ => vec![TemplateEnv::new()],
                 };
+                if envs.is_empty() {
+                    // The enclosing template's own instantiations are unknown: its
+                    // parameters stay unresolved and give undetermined arguments.
+                    envs.push(TemplateEnv::new());
+                }
                 for env in envs {
                     let ctx = Ctx {
                         frag,
@@ -107,10 +114,23 @@ impl Finder {
                     };
                     let tuple = l.in_ctx(ctx, |l2| {
                         l2.blocks.push(Vec::new());
-                        l2.bind_preceding_constants(occurrence);
-                        let t = l2.template_args(args);
+                        if let Some(f) = enclosing {
+                            l2.bind_host_params(f);
+                        }
+                        l2.bind_preceding_constants(site.call.unwrap_or(site.node));
+                        let explicit = match site.args {
+                            Some(a) => l2.template_args(a),
+                            None => Vec::new(),
+                        };
+                        let tuple = match site.call {
+                            Some(call) => {
+                                let operands = l2.operands(call.field("arguments"));
+                                l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
+                            }
+                            None => explicit,
+                        };
                         l2.blocks.pop();
-                        t
+                        tuple
                     });
                     if !out.contains(&tuple) {
                         out.push(tuple);
@@ -187,21 +207,53 @@ impl Finder {
     }
 }
 
-/// Template-ids (`name<…>`) naming `name` under `root`.
-fn template_ids<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
+/// A use of a template: a template-id and/or a call.
+struct Use<'t> {
+    node: Node<'t>,
+    /// The `template_argument_list`, when explicit arguments are given.
+    args: Option<Node<'t>>,
+    /// The call (or launch) whose operands can deduce the other arguments.
+    call: Option<Node<'t>>,
+}
+
+/// Uses of `name` under `root`: template-ids `name<…>` and plain calls `name(…)`.
+fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
     let mut out = Vec::new();
     let mut cursor = root.walk();
     let mut stack = vec![root];
+    let names_it = |n: Node| syntax::text(frag, n) == name;
     while let Some(n) = stack.pop() {
         // Skip subtrees whose text cannot contain the name.
-        let range = n.byte_range();
-        if !frag.text.get(range).is_some_and(|t| t.contains(name)) {
+        if !frag.text.get(n.byte_range()).is_some_and(|t| t.contains(name)) {
             continue;
         }
-        if matches!(n.kind(), "template_function" | "template_type") {
-            if n.field("name").is_some_and(|x| syntax::text(frag, x) == name) {
-                out.push(n);
+        match n.kind() {
+            "template_function" | "template_type" if n.field("name").is_some_and(names_it) => {
+                let call = n
+                    .parent()
+                    .filter(|p| p.kind() == "call_expression" && p.field("function") == Some(n));
+                out.push(Use {
+                    node: n,
+                    args: n.field("arguments"),
+                    call,
+                });
             }
+            "call_expression" => {
+                let callee = n.field("function");
+                let plain = callee.is_some_and(|f| match f.kind() {
+                    "identifier" => names_it(f),
+                    "qualified_identifier" => f.field("name").is_some_and(|x| x.kind() == "identifier" && names_it(x)),
+                    _ => false,
+                });
+                if plain {
+                    out.push(Use {
+                        node: n,
+                        args: None,
+                        call: Some(n),
+                    });
+                }
+            }
+            _ => {}
         }
         stack.extend(n.named_children(&mut cursor));
     }
@@ -209,6 +261,48 @@ fn template_ids<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Node<'t>
 }
 
 impl<'u> Lowerer<'u> {
+    /// Binds the parameters of a host function to unknown values of their
+    /// types, so expressions over them have types (for deduction).
+    fn bind_host_params(&mut self, f: DeclId) {
+        let d = self.index.decl(f).clone();
+        let Some(mut decl) = d.node.field("declarator") else { return };
+        while decl.kind() != "function_declarator" {
+            match decl.field("declarator") {
+                Some(inner) => decl = inner,
+                None => return,
+            }
+        }
+        let Some(params) = decl.field("parameters") else { return };
+        for p in named_children(params) {
+            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+                continue;
+            }
+            let (ty, name) = self.declared_type(p);
+            if let Some(name) = name {
+                let ty = ty.strip_ref().clone();
+                self.bind(&name, super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))));
+            }
+        }
+    }
+
+    /// The full argument tuple of a call to template `target` with explicit
+    /// arguments and operands, when overload resolution accepts it.
+    fn deduced_tuple(&mut self, target: DeclId, explicit: &[TArg], operands: &[super::call::Operand]) -> Option<Vec<TArg>> {
+        let d = self.index.decl(target).clone();
+        let params = d.template?;
+        let (env, _) = self.viable_for(target, explicit, operands)?;
+        let mut tuple = Vec::new();
+        for p in named_children(params) {
+            let Some(name) = super::call::template_param_name(d.frag, p) else { continue };
+            match env.get(&name) {
+                Some(TArg::Pack(items)) if p.kind().starts_with("variadic") => tuple.extend(items.iter().cloned()),
+                Some(a) => tuple.push(a.clone()),
+                None => break,
+            }
+        }
+        Some(tuple)
+    }
+
     /// Binds the `const`/`constexpr` locals declared before `node` in the blocks
     /// that enclose it and that `node` needs (host code choosing template
     /// arguments): only declarations of names the arguments mention, and of

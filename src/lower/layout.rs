@@ -558,8 +558,9 @@ impl<'u> Lowerer<'u> {
                     }
                 }
                 let ids = self.index.lookup(self.ctx().scope, &name);
-                ids.iter()
-                    .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. }))
+                ids.iter().any(|&id| {
+                    matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. } | DeclKind::Function)
+                })
             }
         }
     }

@@ -150,6 +150,16 @@ pub struct Lowerer<'u> {
     depth: usize,
     /// Inside a branch of an `if constexpr` whose condition is symbolic.
     speculative: u32,
+    /// Variables that hold a known constant at the current point.
+    known: HashMap<VarId, Expr>,
+    /// Evaluating an expression C++ requires to be constant (template
+    /// argument, `static_assert`, array bound, `constexpr` initializer).
+    constant_context: u32,
+    /// Reading host code for template arguments: only what is constant is
+    /// evaluated; other calls give values of their return types.
+    host_mode: bool,
+    /// Results of calls with constant arguments that emitted no statement.
+    pure_calls: HashMap<(DeclId, String), Value>,
 }
 
 /// A kernel definition: what `warpdrf kernels` lists.
@@ -244,6 +254,10 @@ impl<'u> Lowerer<'u> {
             syms: HashMap::new(),
             depth: 0,
             speculative: 0,
+            known: HashMap::new(),
+            constant_context: 0,
+            host_mode: false,
+            pure_calls: HashMap::new(),
         }
     }
 
@@ -392,11 +406,49 @@ impl<'u> Lowerer<'u> {
         if self.dead {
             return;
         }
+        self.track_constants(&kind);
         let site = self.site(span);
         self.blocks
             .last_mut()
             .expect("statements are emitted into a block")
             .push(Stmt { kind, span, site });
+    }
+
+    /// Keeps `known` (variables holding a known constant) up to date with a
+    /// statement about to be emitted. Compound statements forget every variable
+    /// assigned inside them: which path ran is not known after them.
+    fn track_constants(&mut self, kind: &StmtKind) {
+        match kind {
+            StmtKind::Assign { var, value } => {
+                if value.is_const() {
+                    self.known.insert(*var, value.clone());
+                } else {
+                    self.known.remove(var);
+                }
+            }
+            StmtKind::Havoc { var, .. } => {
+                self.known.remove(var);
+            }
+            StmtKind::If { .. } | StmtKind::Loop(_) | StmtKind::Labeled { .. } => {
+                if self.known.is_empty() {
+                    return;
+                }
+                let mut assigned = Vec::new();
+                let block = ir::Block(vec![Stmt {
+                    kind: kind.clone(),
+                    span: self.k.span,
+                    site: self.k.span,
+                }]);
+                block.walk(&mut |s| match &s.kind {
+                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => assigned.push(*var),
+                    _ => {}
+                });
+                for v in assigned {
+                    self.known.remove(&v);
+                }
+            }
+            _ => {}
+        }
     }
 
     fn emit_at(&mut self, kind: StmtKind, node: Node) {
@@ -621,11 +673,15 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Evaluates an expression whose statements are not wanted (constant contexts).
+    /// Calls in it whose arguments are not all constants give symbols instead
+    /// of being inlined (see `call::call_named`).
     fn scratch_expr(&mut self, node: Node<'u>) -> Value {
         let dead = self.dead;
         self.dead = false;
         self.blocks.push(Vec::new());
+        self.constant_context += 1;
         let v = self.expr(node);
+        self.constant_context -= 1;
         self.blocks.pop();
         self.dead = dead;
         v

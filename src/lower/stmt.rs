@@ -175,18 +175,21 @@ impl<'u> Lowerer<'u> {
                     self.speculative += 1;
                 }
                 self.frame_mut().cond_depth += 1;
+                let before = self.known.clone();
                 let then_block = self.sub_block(|l| {
                     if let Some(b) = consequence {
                         l.scoped_stmt(b);
                     }
                 });
                 let then_dead = std::mem::replace(&mut self.dead, false);
+                self.known = before.clone();
                 let else_block = self.sub_block(|l| {
                     if let Some(b) = alternative {
                         l.scoped_stmt(b);
                     }
                 });
                 let else_dead = std::mem::replace(&mut self.dead, false);
+                self.known = before;
                 self.frame_mut().cond_depth -= 1;
                 if constexpr {
                     self.speculative -= 1;
@@ -215,6 +218,8 @@ impl<'u> Lowerer<'u> {
             label,
             kind: TargetKind::Loop,
         });
+        // Any iteration may start here: no variable is known to be constant.
+        self.known.clear();
         let mut cond = Expr::Bool(true);
         let cond_pre = self.sub_block(|l| {
             if let Some(c) = cond_node {
@@ -233,6 +238,8 @@ impl<'u> Lowerer<'u> {
             }
         });
         self.dead = false;
+        // `continue` reaches the step from anywhere in the body.
+        self.known.clear();
         let step = self.sub_block(|l| {
             if let Some(u) = update {
                 l.expr(u);
@@ -256,6 +263,7 @@ impl<'u> Lowerer<'u> {
             }),
             node,
         );
+        self.known.clear();
     }
 
     fn for_stmt(&mut self, node: Node<'u>) {
@@ -356,6 +364,7 @@ impl<'u> Lowerer<'u> {
             }),
             None => {
                 self.frame_mut().cond_depth += 1;
+                let before = self.known.clone();
                 let b = self.sub_block(|l| {
                     // if (v == c0) {cases 0..} else if (v == c1) {cases 1..} … else {default..}
                     let mut chain = match default {
@@ -367,6 +376,7 @@ impl<'u> Lowerer<'u> {
                         if val.is_none() {
                             continue;
                         }
+                        l.known = before.clone();
                         let then_block = l.sub_block(|l2| l2.cases_from(&cases, i));
                         l.dead = false;
                         let span = l.span(cases[i]);
@@ -389,6 +399,7 @@ impl<'u> Lowerer<'u> {
                 });
                 self.frame_mut().cond_depth -= 1;
                 self.dead = false;
+                self.known = before;
                 b
             }
         };
@@ -544,7 +555,10 @@ impl<'u> Lowerer<'u> {
                 self.bind(&name, Binding::Place(place));
                 continue;
             }
+            // A `constexpr` initializer is a constant context.
+            self.constant_context += constexpr as u32;
             self.declare(&name, ty, init, is_const, d);
+            self.constant_context -= constexpr as u32;
         }
     }
 
@@ -607,7 +621,7 @@ impl<'u> Lowerer<'u> {
             }
             _ => self.expr(init),
         };
-        if let Value::Closure(_) = value {
+        if let Value::Closure(_) | Value::Func(_) = value {
             self.bind(name, Binding::Value(value));
             return;
         }

@@ -77,6 +77,15 @@ impl Type {
         matches!(self, Type::Bool | Type::Int { .. } | Type::Float(_) | Type::Enum { .. })
     }
 
+    /// A pointer to a function (`void (*)(int)`).
+    pub fn is_function_pointer(&self) -> bool {
+        match self.strip_ref() {
+            Type::Ptr(p) => matches!(&**p, Type::Opaque(n) if &**n == "function"),
+            Type::Opaque(n) => &**n == "function",
+            _ => false,
+        }
+    }
+
     pub fn is_pointer_like(&self) -> bool {
         matches!(self, Type::Ptr(_) | Type::Array(..) | Type::Nullptr)
     }

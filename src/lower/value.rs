@@ -82,6 +82,9 @@ pub enum Place {
     Mem(Ptr, Type),
     /// An rvalue used where a place is wanted (assigning to it has no effect).
     Temp(Value),
+    /// A function-pointer variable: it holds a function known while lowering
+    /// (function pointers in device code are compile-time choices).
+    Cell(std::rc::Rc<std::cell::RefCell<CellState>>, Type),
     /// A name no declaration in reach defines (its header was not found): a
     /// symbolic constant when read, memory of an unknown global when indexed.
     Unresolved(std::rc::Rc<str>),
@@ -94,8 +97,18 @@ impl Place {
             Place::PtrVar { pointee, .. } => Type::ptr(pointee.clone()),
             Place::Temp(v) => v.ty(),
             Place::Unresolved(n) => Type::Opaque(n.clone()),
+            Place::Cell(_, t) => t.clone(),
         }
     }
+}
+
+/// The content of a function-pointer variable.
+#[derive(Clone, Debug)]
+pub enum CellState {
+    Empty,
+    Holds(Value),
+    /// Assigned different functions: which one a call reaches is not known.
+    Conflict,
 }
 
 /// What a name in a function body denotes.
