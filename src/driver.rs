@@ -47,6 +47,8 @@ pub struct KernelEntry {
 
 /// Most instantiations of one kernel lowered for the listing.
 pub const MAX_LOWERED: usize = 4;
+/// Most instantiations tried while looking for ones that do not just trap.
+pub const MAX_TRIED: usize = 16;
 
 impl KernelEntry {
     pub fn status(&self) -> Status {
@@ -170,7 +172,6 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
             if determined.get(&site) == Some(&true) {
                 continue;
             }
-            let t0 = std::time::Instant::now();
             let tuples = if def.template_params.is_empty() {
                 vec![Vec::new()]
             } else {
@@ -181,18 +182,28 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
             if by_site.contains_key(&site) && !fully {
                 continue;
             }
-            let chosen: Vec<Vec<Option<lower::TArg>>> = if tuples.is_empty() {
+            let candidates: Vec<Vec<Option<lower::TArg>>> = if tuples.is_empty() {
                 vec![Vec::new()]
             } else {
-                tuples.iter().take(MAX_LOWERED).cloned().collect()
+                tuples.clone()
             };
-            let t1 = std::time::Instant::now();
-            let kernels: Vec<Kernel> = chosen
-                .iter()
-                .map(|args| lower::lower_kernel(&unit, &index, &options.lower, def.decl, args))
-                .collect();
-            if std::env::var("WARPDRF_TIMES").is_ok() {
-                eprintln!("{:?} {:?} {}", t1 - t0, t1.elapsed(), def.name);
+            // Instantiations that only trap (variants compiled out with
+            // NO_DEVICE_CODE) say little: prefer ones that run code.
+            let mut kernels: Vec<Kernel> = Vec::new();
+            let mut trapping: Vec<Kernel> = Vec::new();
+            for args in candidates.iter().take(MAX_TRIED) {
+                let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
+                if k.always_traps() {
+                    trapping.push(k);
+                } else {
+                    kernels.push(k);
+                }
+                if kernels.len() == MAX_LOWERED {
+                    break;
+                }
+            }
+            if kernels.is_empty() {
+                kernels = trapping.into_iter().take(1).collect();
             }
             let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
             unknowns.sort();

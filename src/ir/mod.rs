@@ -428,6 +428,9 @@ pub enum PrimKind {
     /// `__activemask()`: not a collective; its value names the lanes that happen
     /// to be active and is never trusted as a mask.
     ActiveMask,
+    /// A library collective (CUB block load/store/scan): every thread of its
+    /// scope must call it.
+    Library(String),
 }
 
 impl PrimKind {
@@ -445,7 +448,7 @@ impl PrimKind {
             PrimKind::MatchAny => "__match_any_sync".into(),
             PrimKind::MatchAll => "__match_all_sync".into(),
             PrimKind::SyncWarp => "__syncwarp".into(),
-            PrimKind::Matrix(name) => name.clone(),
+            PrimKind::Matrix(name) | PrimKind::Library(name) => name.clone(),
             PrimKind::ActiveMask => "__activemask".into(),
         }
     }
@@ -592,7 +595,10 @@ pub struct Param {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Unknown {
     pub reason: String,
+    /// The construct itself (possibly inside an inlined helper).
     pub span: Span,
+    /// The place in the kernel's own body that leads to it.
+    pub site: Span,
 }
 
 /// One template argument of the instantiation, printed.
@@ -626,6 +632,18 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Every execution reaches a trap (`assume false`) before anything else
+    /// that matters: the instantiation is compiled out (`NO_DEVICE_CODE`).
+    pub fn always_traps(&self) -> bool {
+        self.body.0.iter().any(|s| matches!(s.kind, StmtKind::Assume(Expr::Bool(false))))
+            && !self.body.0.iter().any(|s| {
+                matches!(
+                    s.kind,
+                    StmtKind::Access(_) | StmtKind::Barrier(_) | StmtKind::Primitive(_) | StmtKind::Loop(_) | StmtKind::If { .. }
+                )
+            })
+    }
+
     /// Whether the kernel (directly or through inlined helpers) runs a warp collective.
     pub fn uses_warp_primitives(&self) -> bool {
         let mut found = false;

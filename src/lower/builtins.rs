@@ -241,7 +241,17 @@ impl<'u> Lowerer<'u> {
         if let Some(v) = self.library_call(name, last, explicit, &ops, node) {
             return Some(v);
         }
-        let vals: Vec<Value> = ops.iter().cloned().map(|o| self.operand_value(o, node)).collect();
+        let vals: Vec<Value> = if matches!(last, "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset") {
+            ops.iter()
+                .cloned()
+                .map(|o| match o {
+                    Operand::Place(Place::Mem(p, Type::Opaque(t))) => Value::Mem(p, Type::Opaque(t)),
+                    other => self.operand_value(other, node),
+                })
+                .collect()
+        } else {
+            ops.iter().cloned().map(|o| self.operand_value(o, node)).collect()
+        };
         let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
         let full_mask = Expr::int(0xffff_ffff, U32);
         let value = match last {
@@ -390,6 +400,15 @@ impl<'u> Lowerer<'u> {
                 _ => self.unknown_value(node, format!("`{last}` of a non-pointer")),
             },
             "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset" => {
+                // Members of types not known decay like arrays here (they are
+                // the buffers being copied).
+                let mut vals = vals.clone();
+                for (i, op) in ops.iter().enumerate().take(2) {
+                    if let Operand::Place(Place::Mem(p, Type::Opaque(tn))) = op {
+                        self.assume(node, format!("`{tn}` is a buffer copied in place (its type is not known)"));
+                        vals[i] = Value::Ptr(p.clone());
+                    }
+                }
                 self.memcpy(last.contains("memcpy"), &vals, node);
                 Value::Void
             }
@@ -680,6 +699,9 @@ impl<'u> Lowerer<'u> {
         if lib_name.contains("BlockScan") || lib_name.contains("BlockReduce") {
             return Operand::Value(self.cub_block_collective(&obj, &lib_name, method, &ops, node));
         }
+        if lib_name.contains("BlockLoad") || lib_name.contains("BlockStore") {
+            return Operand::Value(self.cub_load_store(&obj, method, &vals, node));
+        }
         Operand::Value(self.group_method(&obj, method, &vals, node))
     }
 
@@ -885,6 +907,130 @@ impl<'u> Lowerer<'u> {
         if method == "Sum" || method == "Reduce" {
             let opid = self.op(&name);
             return Value::Scalar(Expr::Opaque(opid, ty.scalar(), vec![Expr::Var(r)]), ty);
+        }
+        Value::Void
+    }
+
+    /// `cub::BlockLoad<T, THREADS, ITEMS, ALGO>(temp).Load(src, items)` and
+    /// `BlockStore(…).Store(dst, items)`: every thread calls it; each thread's
+    /// footprint in global memory is taken as the whole `THREADS × ITEMS`
+    /// tile (a sound over-approximation of its share); the transposing
+    /// algorithms exchange through the temp storage, synchronised within
+    /// warps (`*_WARP_TRANSPOSE`) or the block (`*_TRANSPOSE`).
+    fn cub_load_store(&mut self, obj: &Value, method: &str, vals: &[Value], node: Node<'u>) -> Value {
+        let (lib, fields) = match obj {
+            Value::Agg(Type::Lib(l), f) => (l.clone(), f.clone()),
+            _ => return self.unknown_value(node, "CUB load/store object not modelled"),
+        };
+        let loading = match method {
+            "Load" => true,
+            "Store" => false,
+            other => return self.unknown_value(node, format!("`{}::{other}` is not modelled", lib.name)),
+        };
+        let int = |i: usize| match lib.args.get(i) {
+            Some(TArg::Value(CVal::Int(n, _))) => Some(*n),
+            _ => None,
+        };
+        let elem = match lib.args.first() {
+            Some(TArg::Type(t)) => t.clone(),
+            _ => return self.unknown_value(node, format!("`{}` of an unknown element type", lib.name)),
+        };
+        let (Some(threads), Some(items)) = (int(1), int(2)) else {
+            return self.unknown_value(node, format!("`{}` of an unknown tile size", lib.name));
+        };
+        let algorithm = lib.args.get(3).map(TArg::display).unwrap_or_default();
+        let Some(Value::Ptr(buffer)) = vals.first().cloned() else {
+            return self.unknown_value(node, format!("`{}::{method}` on a non-pointer", lib.name));
+        };
+        let Some(object) = buffer.object else {
+            return self.unknown_value(node, format!("`{}::{method}` through an unknown pointer", lib.name));
+        };
+        let span = self.span(node);
+        let name = format!("cub::{}::{method}", lib.name.rsplit("::").next().unwrap_or(&lib.name));
+        self.primitive(PrimKind::Library(name.clone()), None, &[], None, None, true, node);
+        let esize = self.size_expr(&elem);
+        let tile = |l: &mut Self, kind: AccessKind| {
+            let r = l.new_var("item", ScalarTy::I64, span);
+            let offset = fold::binary(
+                BinOp::Add,
+                I64,
+                buffer.offset.clone(),
+                fold::binary(BinOp::Mul, I64, Expr::Var(r), l.cast(I64, esize.clone())),
+            );
+            let result = if kind == AccessKind::Read { Some(l.new_var("cub_item", ScalarTy::Opaque, span)) } else { None };
+            l.emit(
+                StmtKind::Access(Access {
+                    object,
+                    kind,
+                    offset,
+                    width: esize.clone(),
+                    value: None,
+                    result,
+                    ranges: vec![RangeVar {
+                        var: r,
+                        lo: Expr::int(0, I64),
+                        hi: Expr::int(threads * items, I64),
+                    }],
+                    collective: false,
+                }),
+                span,
+            );
+        };
+        if loading {
+            tile(self, AccessKind::Read);
+        }
+        if algorithm.contains("TRANSPOSE") {
+            let temp = match fields.first() {
+                Some(Value::Mem(p, _)) | Some(Value::Ptr(p)) => Some(p.clone()),
+                _ => None,
+            };
+            let Some(temp) = temp.filter(|t| t.object.is_some()) else {
+                return self.unknown_value(node, format!("`{name}` without its temp storage"));
+            };
+            let width = self.size_expr(&temp.pointee);
+            let temp_object = temp.object.expect("checked");
+            self.emit(
+                StmtKind::Access(Access {
+                    object: temp_object,
+                    kind: AccessKind::Write,
+                    offset: temp.offset.clone(),
+                    width: width.clone(),
+                    value: None,
+                    result: None,
+                    ranges: Vec::new(),
+                    collective: true,
+                }),
+                span,
+            );
+            if algorithm.contains("WARP_TRANSPOSE") {
+                self.primitive(PrimKind::SyncWarp, Some(Expr::int(0xffff_ffff, U32)), &[], None, None, false, node);
+            } else {
+                self.emit(
+                    StmtKind::Barrier(Barrier {
+                        scope: BarrierScope::Block,
+                        predicate: None,
+                        name: name.clone(),
+                    }),
+                    span,
+                );
+            }
+            let r = self.new_var("cub_exchange", ScalarTy::Opaque, span);
+            self.emit(
+                StmtKind::Access(Access {
+                    object: temp_object,
+                    kind: AccessKind::Read,
+                    offset: temp.offset,
+                    width,
+                    value: None,
+                    result: Some(r),
+                    ranges: Vec::new(),
+                    collective: true,
+                }),
+                span,
+            );
+        }
+        if !loading {
+            tile(self, AccessKind::Write);
         }
         Value::Void
     }

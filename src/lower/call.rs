@@ -538,7 +538,8 @@ impl<'u> Lowerer<'u> {
             }
             keys
         };
-        let key = (id, key_args.join(","));
+        let class_key = class.as_ref().map(|c| Type::Class(c.clone()).display()).unwrap_or_default();
+        let key = (id, format!("{class_key}|{}", key_args.join(",")));
         if self.frames.iter().any(|f| f.key.as_ref() == Some(&key)) {
             return Operand::Value(self.unknown_value(node, format!("recursive call to `{}`", d.name)));
         }
@@ -690,10 +691,11 @@ impl<'u> Lowerer<'u> {
                 if let Value::Closure(_) = v {
                     return Binding::Value(v);
                 }
-                let ty = if matches!(pty, Type::Opaque(n) if &**n == "auto") {
-                    v.ty()
-                } else {
-                    pty.clone()
+                let ty = match (pty, &v) {
+                    (Type::Opaque(n), _) if &**n == "auto" => v.ty(),
+                    // An address passed as an integer keeps pointing into its buffer.
+                    (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => Type::ptr(Type::int(8, false)),
+                    _ => pty.clone(),
                 };
                 let place = self.local_place(name, &ty, p);
                 self.write(&place, v, p);
@@ -1227,6 +1229,8 @@ pub(super) fn conversion_cost(to: &Type, from: &Type) -> Option<u32> {
         }
         (Type::Ptr(_), Type::Nullptr) => Some(1),
         (Type::Bool, Type::Ptr(_)) => Some(4),
+        // An address carried as an integer (shared-memory addresses for asm).
+        (Type::Int { bits, .. }, Type::Ptr(_)) if *bits >= 32 => Some(7),
         (Type::Closure(_), _) | (_, Type::Closure(_)) => None,
         (Type::Class(a), Type::Class(b)) => {
             if a.decl == b.decl && a.args == b.args {
@@ -1282,10 +1286,21 @@ impl<'u> Lowerer<'u> {
             _ => {
                 let callee = self.expr(func);
                 let ops = self.operands(args);
-                match callee {
+                match callee.clone() {
                     Value::Closure(id) => self.call_closure(id, ops, node),
                     Value::Func(f) => self.call_named(&f.ids, &f.args, ops, None, None, node),
                     Value::Type(t) => Operand::Value(self.construct(&t, ops, node)),
+                    Value::Agg(Type::Class(inst), _) | Value::Mem(_, Type::Class(inst)) => {
+                        // A function object: `S{}(args)`.
+                        let this = match &callee {
+                            Value::Mem(p, t) => Place::Mem(p.clone(), t.clone()),
+                            other => Place::Temp(other.clone()),
+                        };
+                        match self.member_functions(&inst, "operator()", 0) {
+                            Some((ids, owner)) => self.call_named(&ids, &[], ops, Some(this), Some(owner), node),
+                            None => Operand::Value(self.unknown_value(node, format!("call of a `{}`, which has no operator()", inst.name))),
+                        }
+                    }
                     _ => Operand::Value(self.unknown_value(node, "call through a function pointer")),
                 }
             }

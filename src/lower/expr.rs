@@ -13,7 +13,7 @@ use crate::syntax::NodeExt;
 use super::call::Operand;
 use super::index::{normalize, DeclId, DeclKind};
 use super::types::{common_type, promote, ClassInst, Type};
-use super::value::{Binding, Place, Ptr, PtrBase, Value};
+use super::value::{Binding, Place, Ptr, PtrSlot, Value};
 use super::{Ctx, Lowerer};
 use crate::ir::fold;
 use crate::ir::{Access, AccessKind, BinOp, Builtin, Dim, Expr, ObjectKind, ScalarTy, Space, StmtKind, SymKind, UnOp};
@@ -1528,10 +1528,7 @@ impl<'u> Lowerer<'u> {
         match place {
             Place::Var(v, t) => Value::Scalar(self.known.get(v).cloned().unwrap_or(Expr::Var(*v)), t.clone()),
             Place::PtrVar { offset, slot, pointee } => {
-                let object = match self.ptr_slots[*slot] {
-                    PtrBase::Set(o) => o,
-                    PtrBase::Unset => None,
-                };
+                let object = self.ptr_slot_object(*slot, node);
                 Value::Ptr(Ptr {
                     object,
                     offset: Expr::Var(*offset),
@@ -1553,6 +1550,103 @@ impl<'u> Lowerer<'u> {
                 _ => Value::Unknown(ty.clone()),
             },
         }
+    }
+
+    /// The buffer a pointer variable points into: its only one, or a choice
+    /// object when it was assigned several.
+    fn ptr_slot_object(&mut self, slot: usize, node: Node<'u>) -> Option<crate::ir::ObjectId> {
+        self.ptr_slots[slot].used = true;
+        let s = self.ptr_slots[slot].clone();
+        let real: Vec<Option<crate::ir::ObjectId>> = s.objects.clone();
+        if real.iter().filter(|o| o.is_some()).count() <= 1 {
+            return real.into_iter().flatten().next();
+        }
+        if let Some(c) = s.choice {
+            return Some(c);
+        }
+        let Some(selector) = s.selector else { return real.into_iter().flatten().next() };
+        let names: Vec<String> = real
+            .iter()
+            .flatten()
+            .map(|o| format!("`{}`", self.k.objects[o.index()].name))
+            .collect();
+        let spaces: Vec<Space> = real.iter().flatten().map(|o| self.k.objects[o.index()].space).collect();
+        let space = if spaces.iter().all(|s| *s == spaces[0]) { spaces[0] } else { Space::Global };
+        let span = self.span(node);
+        let c = self.new_object(
+            &format!("one of {}", names.join(", ")),
+            space,
+            ObjectKind::Untraced,
+            &Type::Opaque("?".into()),
+            span,
+        );
+        self.choices.insert(c, (selector, real));
+        self.ptr_slots[slot].choice = Some(c);
+        Some(c)
+    }
+
+    /// Records that a pointer variable now points into `object`.
+    fn set_ptr_slot(&mut self, slot: usize, object: Option<crate::ir::ObjectId>, node: Node<'u>) {
+        if object.is_none() {
+            return;
+        }
+        if let Some((source_selector, inner)) = object.and_then(|o| self.choices.get(&o).cloned()) {
+            // Copying a pointer that is itself one of several buffers: same
+            // candidates, and the selector copied.
+            let fresh = self.ptr_slots[slot].objects.iter().flatten().count() == 0 && !self.ptr_slots[slot].used;
+            if fresh || self.ptr_slots[slot].objects == inner {
+                self.ptr_slots[slot].objects = inner;
+                let selector = self.slot_selector(slot, node);
+                let span = self.span(node);
+                self.emit(
+                    StmtKind::Assign {
+                        var: selector,
+                        value: Expr::Var(source_selector),
+                    },
+                    span,
+                );
+            } else {
+                self.unknown(node, "pointer variable changes to another buffer after it was used");
+            }
+            return;
+        }
+        let position = self.ptr_slots[slot].objects.iter().position(|o| *o == object);
+        let index = match position {
+            Some(i) => i,
+            None => {
+                let s = &self.ptr_slots[slot];
+                if s.used && s.objects.iter().flatten().count() > 0 {
+                    self.unknown(node, "pointer variable changes to another buffer after it was used");
+                    return;
+                }
+                self.ptr_slots[slot].objects.push(object);
+                self.ptr_slots[slot].objects.len() - 1
+            }
+        };
+        {
+            let selector = self.slot_selector(slot, node);
+            let span = self.span(node);
+            self.emit(
+                StmtKind::Assign {
+                    var: selector,
+                    value: Expr::int(index as i128, ScalarTy::I32),
+                },
+                span,
+            );
+        }
+    }
+
+    /// The selector variable of a pointer variable. Every write of the
+    /// variable sets it; `finish` drops those writes for variables that only
+    /// ever pointed into one buffer.
+    fn slot_selector(&mut self, slot: usize, node: Node<'u>) -> crate::ir::VarId {
+        if let Some(v) = self.ptr_slots[slot].selector {
+            return v;
+        }
+        let span = self.span(node);
+        let v = self.new_var("buffer", ScalarTy::I32, span);
+        self.ptr_slots[slot].selector = Some(v);
+        v
     }
 
     /// The memory an unresolved name denotes when it is indexed or dereferenced:
@@ -1677,15 +1771,7 @@ impl<'u> Lowerer<'u> {
                 let span = self.span(node);
                 match value {
                     Value::Ptr(p) => {
-                        match self.ptr_slots[*slot] {
-                            PtrBase::Unset => self.ptr_slots[*slot] = PtrBase::Set(p.object),
-                            PtrBase::Set(o) if o == p.object => {}
-                            PtrBase::Set(None) => self.ptr_slots[*slot] = PtrBase::Set(p.object),
-                            PtrBase::Set(_) if p.object.is_none() => {}
-                            PtrBase::Set(_) => {
-                                self.unknown(node, "pointer variable changes to another buffer");
-                            }
-                        }
+                        self.set_ptr_slot(*slot, p.object, node);
                         self.emit(StmtKind::Assign { var: *offset, value: p.offset }, span);
                     }
                     _ => self.emit(
@@ -1816,6 +1902,14 @@ impl<'u> Lowerer<'u> {
                 pointee: (**to).clone(),
                 ..p
             }),
+            (Value::Ptr(p), Type::Int { bits, .. }) if *bits >= 32 && p.object.is_some() => {
+                // An address kept as an integer (`__cvta_generic_to_shared`, `uintptr_t`):
+                // it still names its buffer, and adding to it adds bytes.
+                Value::Ptr(Ptr {
+                    pointee: Type::int(8, false),
+                    ..p
+                })
+            }
             (Value::Ptr(p), t) if t.is_arith() => {
                 let op = self.op("address");
                 let base = p.object.map_or(-1, |o| o.0 as i128);
@@ -1896,7 +1990,10 @@ impl<'u> Lowerer<'u> {
             Type::Ptr(p) | Type::Array(p, None) if !matches!(ty, Type::Array(..)) => {
                 let off = self.new_var(name, I64, span);
                 let slot = self.ptr_slots.len();
-                self.ptr_slots.push(PtrBase::Unset);
+                self.ptr_slots.push(PtrSlot {
+                    offset_var: Some(off),
+                    ..PtrSlot::default()
+                });
                 Place::PtrVar {
                     offset: off,
                     slot,
@@ -1985,6 +2082,12 @@ impl<'u> Lowerer<'u> {
             }),
             _ => return None,
         })
+    }
+
+    /// A `template_type` node that names a function template (parsed as a type
+    /// in a template argument list).
+    pub(super) fn template_value_of(&mut self, node: Node<'u>) -> Value {
+        self.template_value(node)
     }
 
     /// `name<args>` used as a value: a variable template or a library trait.

@@ -23,6 +23,9 @@ pub struct ScopeId(pub u32);
 
 pub const GLOBAL: ScopeId = ScopeId(0);
 
+/// The name given to an anonymous struct or union member.
+pub const ANONYMOUS_MEMBER: &str = "<anonymous member@";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeclKind {
     Function,
@@ -99,6 +102,8 @@ pub struct Index<'u> {
     /// Explicit instantiations (`template void f<…>(…);`) and template-ids that
     /// name kernels, found anywhere in the unit.
     pub instantiations: Vec<(Node<'u>, &'u Fragment, ScopeId)>,
+    /// Classes defined inside function bodies, by the id of their specifier node.
+    pub local_classes: HashMap<usize, DeclId>,
 }
 
 /// The name a declarator declares (through pointers, references, arrays,
@@ -157,6 +162,7 @@ impl<'u> Index<'u> {
             bases: HashMap::new(),
             kernels: Vec::new(),
             instantiations: Vec::new(),
+            local_classes: HashMap::new(),
         };
         for frag in &unit.fragments {
             let tree = syntax::tree(frag);
@@ -356,7 +362,10 @@ impl<'u> Index<'u> {
                 }
             }
             "template_instantiation" => self.instantiations.push((node, frag, scope)),
-            "function_definition" => self.function(frag, node, scope, template, true),
+            "function_definition" => {
+                self.function(frag, node, scope, template, true);
+                self.local_classes_in(frag, node, scope, depth);
+            }
             "declaration" | "field_declaration" => self.declaration(frag, node, scope, template, depth),
             "struct_specifier" | "class_specifier" | "union_specifier" => {
                 self.class(frag, node, scope, template, None, depth);
@@ -393,6 +402,32 @@ impl<'u> Index<'u> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Indexes classes defined in a function's body (each function gets its own
+    /// scope for them, so names do not clash between functions).
+    fn local_classes_in(&mut self, frag: &'u Fragment, function: Node<'u>, scope: ScopeId, depth: u32) {
+        let Some(body) = function.field("body") else { return };
+        let text = syntax::text(frag, body);
+        if !(text.contains("struct") || text.contains("union") || text.contains("class")) {
+            return;
+        }
+        let mut local_scope = None;
+        let mut stack = vec![body];
+        let mut cursor = body.walk();
+        while let Some(n) = stack.pop() {
+            if matches!(n.kind(), "struct_specifier" | "union_specifier" | "class_specifier") && n.field("body").is_some() {
+                let s = *local_scope.get_or_insert_with(|| self.new_scope("<local>", scope, ScopeKind::Namespace));
+                if let Some(id) = self.class(frag, n, s, None, None, depth + 1) {
+                    self.local_classes.insert(n.id(), id);
+                }
+                continue;
+            }
+            if n.kind() == "lambda_expression" || n.kind() == "function_definition" && n != function {
+                continue;
+            }
+            stack.extend(n.named_children(&mut cursor));
         }
     }
 
@@ -477,6 +512,17 @@ impl<'u> Index<'u> {
             .any(|c| c.kind() == "storage_class_specifier" && text(frag, *c) == "static");
         let mut cursor = node.walk();
         let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        // An anonymous struct or union member: its members are the class's own.
+        if is_field && declarators.is_empty() {
+            let anonymous = node.field("type").is_some_and(|t| {
+                matches!(t.kind(), "struct_specifier" | "union_specifier") && t.field("name").is_none() && t.field("body").is_some()
+            });
+            if anonymous {
+                let mut decl = self.decl_of(DeclKind::Field, format!("{ANONYMOUS_MEMBER}{}", node.start_byte()), node, frag, scope, None);
+                decl.order = self.scope(scope).fields.len() as u32;
+                self.add(scope, decl);
+            }
+        }
         for d in declarators {
             if is_function_declarator(d) {
                 self.function(frag, node, scope, template, false);

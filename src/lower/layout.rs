@@ -166,10 +166,18 @@ impl<'u> Lowerer<'u> {
             }
             "placeholder_type_specifier" | "auto" => Type::Opaque("auto".into()),
             "decltype" => match named_children(node).first() {
-                Some(e) if e.kind() != "auto" => {
-                    let v = self.scratch_expr(*e);
-                    v.ty()
+                Some(e) if e.kind() == "qualified_identifier" => {
+                    // `decltype(S::member)`: the member's declared type.
+                    let member = e.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
+                    match e.field("scope").and_then(|s| self.scope_as_type(s)) {
+                        Some(t @ Type::Class(_)) => match self.field(&t, &member) {
+                            Some((_, _, fty)) => fty,
+                            None => self.decltype_of(*e),
+                        },
+                        _ => self.decltype_of(*e),
+                    }
                 }
+                Some(e) if e.kind() != "auto" => self.decltype_of(*e),
                 _ => Type::Opaque("auto".into()),
             },
             "dependent_type" => match named_children(node).first() {
@@ -178,6 +186,18 @@ impl<'u> Lowerer<'u> {
             },
             _ => Type::Opaque(normalize(self.text(node)).into()),
         }
+    }
+
+    /// `decltype(e)`: the type of an unevaluated expression (a place's declared type).
+    fn decltype_of(&mut self, e: Node<'u>) -> Type {
+        let dead = self.dead;
+        self.blocks.push(Vec::new());
+        self.constant_context += 1;
+        let place = self.place(e);
+        self.constant_context -= 1;
+        self.blocks.pop();
+        self.dead = dead;
+        place.ty()
     }
 
     /// A type by unqualified name: locals, template parameters, the class, the scopes.
@@ -494,6 +514,21 @@ impl<'u> Lowerer<'u> {
         // `type_descriptor` holding a single name may denote a value (`N`, `WARP_SIZE` folded…).
         if a.kind() == "type_descriptor" && a.field("declarator").is_none() {
             if let Some(t) = a.field("type") {
+                // `f<T>` naming a function template: a function value.
+                if t.kind() == "template_type" {
+                    let name = t.field("name").map(|n| self.text(n).to_string()).unwrap_or_default();
+                    let names_function = self
+                        .index
+                        .lookup(self.ctx().scope, &name)
+                        .iter()
+                        .any(|&id| self.index.decl(id).kind == DeclKind::Function);
+                    if names_function {
+                        let v = self.template_value_of(t);
+                        if let Some(arg) = self.value_targ(&v) {
+                            return vec![arg];
+                        }
+                    }
+                }
                 if matches!(t.kind(), "type_identifier" | "qualified_identifier") && self.names_value(t) {
                     let v = self.scratch_expr_as_value_name(t);
                     if let Some(arg) = self.value_targ(&v) {
@@ -979,7 +1014,26 @@ impl<'u> Lowerer<'u> {
             }
             Type::Class(inst) => {
                 let layout = self.layout(inst);
-                let i = layout.fields.iter().position(|f| f.name == name)?;
+                let Some(i) = layout.fields.iter().position(|f| f.name == name) else {
+                    // Members of anonymous structs and unions, at their offset.
+                    for (i, f) in layout.fields.iter().enumerate() {
+                        if !f.name.starts_with(super::index::ANONYMOUS_MEMBER) {
+                            continue;
+                        }
+                        let (fo, fty) = (f.offset, f.ty.clone());
+                        if let Some((_, inner, ity)) = self.field(&fty, name) {
+                            let off = match (fo, inner.as_int()) {
+                                (Some(a), Some(b)) => Expr::int(a as i128 + b, ScalarTy::I64),
+                                _ => {
+                                    let s = self.sym(&format!("offsetof({}, {name})", ty.display()), ScalarTy::I64, SymKind::Layout);
+                                    Expr::Sym(s)
+                                }
+                            };
+                            return Some((i, off, ity));
+                        }
+                    }
+                    return None;
+                };
                 let f = &layout.fields[i];
                 let off = match f.offset {
                     Some(o) => Expr::int(o as i128, ScalarTy::I64),

@@ -40,7 +40,7 @@ use crate::syntax;
 pub use index::{DeclId, Index, ScopeId};
 use layout::Layout;
 pub use types::{CVal, ClassInst, TArg, Type};
-pub use value::{Binding, Place, Ptr, PtrBase, TemplateEnv, Value};
+pub use value::{Binding, Place, Ptr, PtrSlot, TemplateEnv, Value};
 
 /// What lowering needs to know about the target.
 #[derive(Clone, Debug)]
@@ -77,6 +77,9 @@ pub(crate) struct Ctx<'u> {
 enum TargetKind {
     Loop,
     Switch,
+    /// An iteration of an unrolled range-for: `break` and `continue` leave
+    /// labelled blocks.
+    Unrolled { brk: LabelId, cont: LabelId },
 }
 
 /// A `break`/`continue` target.
@@ -134,7 +137,9 @@ pub struct Lowerer<'u> {
     dead: bool,
     /// Spans of the calls (in the kernel's own body) being inlined.
     sites: Vec<Span>,
-    ptr_slots: Vec<PtrBase>,
+    ptr_slots: Vec<PtrSlot>,
+    /// Choice objects of pointer variables: their selector and candidates.
+    choices: HashMap<ObjectId, (VarId, Vec<Option<ObjectId>>)>,
     next_label: u32,
     /// Static `__shared__` arrays by declaration and instantiation.
     shared: HashMap<(usize, String), ObjectId>,
@@ -241,6 +246,7 @@ impl<'u> Lowerer<'u> {
             dead: false,
             sites: Vec::new(),
             ptr_slots: Vec::new(),
+            choices: HashMap::new(),
             next_label: 1,
             shared: HashMap::new(),
             dynamic_shared: None,
@@ -262,6 +268,16 @@ impl<'u> Lowerer<'u> {
     }
 
     fn finish(mut self) -> Kernel {
+        // Selectors of pointer variables that only ever had one buffer say nothing.
+        let unused: std::collections::HashSet<VarId> = self
+            .ptr_slots
+            .iter()
+            .filter(|s| s.objects.iter().flatten().count() <= 1)
+            .filter_map(|s| s.selector)
+            .collect();
+        if !unused.is_empty() {
+            remove_assignments(&mut self.k.body.0, &unused);
+        }
         self.k.unknowns.sort();
         self.k.unknowns.dedup();
         self.k.assumptions.sort();
@@ -406,6 +422,38 @@ impl<'u> Lowerer<'u> {
         if self.dead {
             return;
         }
+        // An access through a pointer that may point into several buffers is
+        // one access per buffer, chosen by the pointer's selector.
+        let kind = match kind {
+            StmtKind::Access(a) if self.choices.contains_key(&a.object) => {
+                let (selector, objects) = self.choices[&a.object].clone();
+                let site = self.site(span);
+                let mut chain = ir::Block::default();
+                for (k, obj) in objects.iter().enumerate().rev() {
+                    let Some(obj) = obj else { continue };
+                    let access = Stmt {
+                        kind: StmtKind::Access(ir::Access { object: *obj, ..a.clone() }),
+                        span,
+                        site,
+                    };
+                    let cond = ir::fold::binary(ir::BinOp::Eq, ScalarTy::I32, Expr::Var(selector), Expr::int(k as i128, ScalarTy::I32));
+                    chain = ir::Block(vec![Stmt {
+                        kind: StmtKind::If {
+                            cond,
+                            then_block: ir::Block(vec![access]),
+                            else_block: chain,
+                        },
+                        span,
+                        site,
+                    }]);
+                }
+                match chain.0.pop() {
+                    Some(s) => s.kind,
+                    None => return,
+                }
+            }
+            other => other,
+        };
         self.track_constants(&kind);
         let site = self.site(span);
         self.blocks
@@ -473,7 +521,8 @@ impl<'u> Lowerer<'u> {
         let site = self.site(span);
         self.k.unknowns.push(ir::Unknown {
             reason: reason.clone(),
-            span: site,
+            span,
+            site,
         });
         if let Some(block) = self.blocks.last_mut() {
             if !self.dead {
@@ -491,7 +540,7 @@ impl<'u> Lowerer<'u> {
     fn assume(&mut self, node: Node, reason: String) {
         let span = self.span(node);
         let site = self.site(span);
-        self.k.assumptions.push(ir::Unknown { reason, span: site });
+        self.k.assumptions.push(ir::Unknown { reason, span, site });
     }
 
     fn unknown_value(&mut self, node: Node, reason: impl Into<String>) -> Value {
@@ -757,7 +806,11 @@ impl<'u> Lowerer<'u> {
                 self.k.objects[obj.index()].restrict = restrict;
                 let off = self.new_var(&full, ScalarTy::I64, span);
                 let slot = self.ptr_slots.len();
-                self.ptr_slots.push(PtrBase::Set(Some(obj)));
+                self.ptr_slots.push(PtrSlot {
+                    objects: vec![Some(obj)],
+                    offset_var: Some(off),
+                    ..PtrSlot::default()
+                });
                 self.emit(
                     StmtKind::Assign {
                         var: off,
@@ -816,6 +869,26 @@ impl<'u> Lowerer<'u> {
                 });
                 Place::Temp(Value::Scalar(Expr::Param(pi), ty.clone()))
             }
+        }
+    }
+}
+
+/// Removes assignments to `vars` from statements and nested blocks.
+fn remove_assignments(stmts: &mut Vec<Stmt>, vars: &std::collections::HashSet<VarId>) {
+    stmts.retain(|s| !matches!(&s.kind, StmtKind::Assign { var, .. } if vars.contains(var)));
+    for s in stmts.iter_mut() {
+        match &mut s.kind {
+            StmtKind::If { then_block, else_block, .. } => {
+                remove_assignments(&mut then_block.0, vars);
+                remove_assignments(&mut else_block.0, vars);
+            }
+            StmtKind::Loop(l) => {
+                remove_assignments(&mut l.cond_pre.0, vars);
+                remove_assignments(&mut l.body.0, vars);
+                remove_assignments(&mut l.step.0, vars);
+            }
+            StmtKind::Labeled { body, .. } => remove_assignments(&mut body.0, vars),
+            _ => {}
         }
     }
 }

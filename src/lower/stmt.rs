@@ -59,7 +59,7 @@ impl<'u> Lowerer<'u> {
             "for_statement" => self.for_stmt(node),
             "while_statement" => self.while_stmt(node),
             "do_statement" => self.do_stmt(node),
-            "for_range_loop" => self.unknown(node, "range-based for loop"),
+            "for_range_loop" => self.range_for(node),
             "switch_statement" => self.switch_stmt(node),
             "break_statement" => self.jump(node, ExitKind::Break),
             "continue_statement" => self.jump(node, ExitKind::Continue),
@@ -92,9 +92,10 @@ impl<'u> Lowerer<'u> {
                 let short: String = text.chars().take(60).collect();
                 self.unknown(node, format!("code the parser could not read: `{short}`"));
             }
-            "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier" => {
-                self.unknown(node, "class defined inside a function")
+            "struct_specifier" | "class_specifier" | "union_specifier" => {
+                self.local_class(node);
             }
+            "enum_specifier" => self.unknown(node, "enum defined inside a function"),
             other => self.unknown(node, format!("unsupported statement `{other}`")),
         }
         self.leave();
@@ -106,9 +107,17 @@ impl<'u> Lowerer<'u> {
             .targets
             .iter()
             .rev()
-            .find(|t| kind == ExitKind::Break || t.kind == TargetKind::Loop)
+            .find(|t| kind == ExitKind::Break || t.kind != TargetKind::Switch)
             .copied();
         match target {
+            Some(Target {
+                kind: TargetKind::Unrolled { brk, cont },
+                ..
+            }) => {
+                let label = if kind == ExitKind::Break { brk } else { cont };
+                self.emit_at(StmtKind::Exit { label, kind }, node);
+                self.dead = true;
+            }
             Some(t) => {
                 self.emit_at(StmtKind::Exit { label: t.label, kind }, node);
                 self.dead = true;
@@ -264,6 +273,54 @@ impl<'u> Lowerer<'u> {
             node,
         );
         self.known.clear();
+    }
+
+    /// `for (T x : {a, b, c}) body`: the body once per element (unrolled),
+    /// each iteration a labelled block that `continue` leaves.
+    fn range_for(&mut self, node: Node<'u>) {
+        let Some(right) = node.field("right") else { return };
+        if right.kind() != "initializer_list" {
+            self.unknown(node, "range-based for loop over a container");
+            return;
+        }
+        let items: Vec<Node> = named_children(right).into_iter().filter(|c| c.kind() != "comment").collect();
+        let base = match node.field("type") {
+            Some(t) => self.type_node(t),
+            None => Type::Opaque("auto".into()),
+        };
+        let Some(declarator) = node.field("declarator") else { return };
+        let (ty, name) = self.apply_declarator(base, declarator);
+        let Some(name) = name else { return };
+        let brk = self.new_label();
+        self.frame_mut().cond_depth += 1;
+        let body_node = node.field("body");
+        let outer = self.sub_block(|l| {
+            for item in &items {
+                let cont = l.new_label();
+                l.frame_mut().targets.push(Target {
+                    label: cont,
+                    kind: TargetKind::Unrolled { brk, cont },
+                });
+                let iteration = l.sub_block(|l2| {
+                    l2.frame_mut().locals.push(HashMap::new());
+                    l2.declare(&name, ty.clone(), None, false, *item);
+                    let v = l2.expr(*item);
+                    if let Some(Binding::Place(p)) = l2.lookup_local(&name) {
+                        l2.write(&p, v, *item);
+                    }
+                    if let Some(b) = body_node {
+                        l2.scoped_stmt(b);
+                    }
+                    l2.frame_mut().locals.pop();
+                });
+                l.dead = false;
+                l.frame_mut().targets.pop();
+                l.emit_at(StmtKind::Labeled { label: cont, body: iteration }, *item);
+            }
+        });
+        self.frame_mut().cond_depth -= 1;
+        self.dead = false;
+        self.emit_at(StmtKind::Labeled { label: brk, body: outer }, node);
     }
 
     fn for_stmt(&mut self, node: Node<'u>) {
@@ -439,6 +496,19 @@ impl<'u> Lowerer<'u> {
         self.frame_mut().locals.pop();
     }
 
+    /// A class defined in a function body: its name denotes the class from here on.
+    fn local_class(&mut self, specifier: Node<'u>) {
+        let Some(&id) = self.index.local_classes.get(&specifier.id()) else {
+            self.unknown(specifier, "class defined inside a function");
+            return;
+        };
+        let ty = self.class_type(id, Vec::new());
+        if let Some(name) = specifier.field("name") {
+            let name = self.text(name).to_string();
+            self.bind(&name, Binding::Type(ty));
+        }
+    }
+
     fn static_assert(&mut self, node: Node<'u>) {
         let Some(c) = node.field("condition") else {
             return;
@@ -512,10 +582,12 @@ impl<'u> Lowerer<'u> {
         let Some(type_node) = node.field("type") else {
             return;
         };
-        if matches!(type_node.kind(), "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier")
+        if matches!(type_node.kind(), "struct_specifier" | "class_specifier" | "union_specifier")
             && type_node.field("body").is_some()
         {
-            self.unknown(node, "class defined inside a function");
+            self.local_class(type_node);
+        } else if type_node.kind() == "enum_specifier" && type_node.field("body").is_some() {
+            self.unknown(node, "enum defined inside a function");
             return;
         }
         let base = self.type_node(type_node);
@@ -654,6 +726,11 @@ impl<'u> Lowerer<'u> {
                 return;
             }
         }
+        // An integer holding an address keeps pointing into its buffer.
+        let ty = match (&ty, &value) {
+            (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => Type::ptr(Type::int(8, false)),
+            _ => ty,
+        };
         let place = self.local_place(name, &ty, node);
         self.write(&place, value, init);
         self.bind(name, Binding::Place(place));

@@ -64,11 +64,18 @@ impl Value {
     }
 }
 
-/// A pointer variable's buffer: fixed by its first assignment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PtrBase {
-    Unset,
-    Set(Option<ObjectId>),
+/// The buffers a pointer variable may point into. With more than one, a
+/// selector variable records which (`p = c ? a : b` assigns it on each path).
+#[derive(Clone, Debug, Default)]
+pub struct PtrSlot {
+    pub objects: Vec<Option<ObjectId>>,
+    pub selector: Option<crate::ir::VarId>,
+    /// The variable was read: a buffer added later would change what was read.
+    pub used: bool,
+    /// The object standing for "one of `objects`" once there are several.
+    pub choice: Option<ObjectId>,
+    /// The variable holding the pointer's offset (its writes are the pointer's).
+    pub offset_var: Option<crate::ir::VarId>,
 }
 
 #[derive(Clone, Debug)]
