@@ -46,9 +46,9 @@ pub struct KernelEntry {
 }
 
 /// Most instantiations of one kernel lowered for the listing.
-pub const MAX_LOWERED: usize = 4;
+pub const MAX_LOWERED: usize = 2;
 /// Most instantiations tried while looking for ones that do not just trap.
-pub const MAX_TRIED: usize = 16;
+pub const MAX_TRIED: usize = 8;
 
 impl KernelEntry {
     pub fn status(&self) -> Status {
@@ -131,6 +131,7 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
     let mut entries: Vec<KernelEntry> = Vec::new();
     let mut by_site: HashMap<(FileId, u32), usize> = HashMap::new();
     let mut determined: HashMap<(FileId, u32), bool> = HashMap::new();
+    let mut kernels_in_file: HashMap<FileId, Vec<(FileId, u32)>> = HashMap::new();
     let mut diagnostics = Vec::new();
     let mut included: std::collections::HashSet<FileId> = Default::default();
     let mut queue: Vec<FileId> = Vec::new();
@@ -163,9 +164,29 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
         let unit = session.preprocess(db, root);
         included.extend(unit.files.iter().copied());
         diagnostics.extend(unit.diagnostics.iter().cloned());
+        // A unit that defines no new kernel and whose headers' kernels all have
+        // determined instantiations adds nothing to the listing.
+        let adds_nothing = unit.files.iter().all(|&f| {
+            !db.file(f).text.contains("__global__")
+                || kernels_in_file.get(&f).is_some_and(|sites: &Vec<(FileId, u32)>| {
+                    sites.iter().all(|s| determined.get(s) == Some(&true))
+                })
+        });
+        if adds_nothing {
+            continue;
+        }
         let index = lower::Index::build(&unit);
-        for def in lower::kernel_defs(&index) {
+        let defs = lower::kernel_defs(&index);
+        for def in &defs {
+            let sites = kernels_in_file.entry(def.span.file).or_default();
+            let site = (def.span.file, def.span.start);
+            if !sites.contains(&site) {
+                sites.push(site);
+            }
+        }
+        for def in defs {
             if options.kernel.as_ref().is_some_and(|k| *k != def.name) {
+                determined.insert((def.span.file, def.span.start), true);
                 continue;
             }
             let site = (def.span.file, def.span.start);
@@ -185,7 +206,7 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
             let candidates: Vec<Vec<Option<lower::TArg>>> = if tuples.is_empty() {
                 vec![Vec::new()]
             } else {
-                tuples.clone()
+                diverse_order(&tuples)
             };
             // Instantiations that only trap (variants compiled out with
             // NO_DEVICE_CODE) say little: prefer ones that run code.
@@ -234,6 +255,29 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| seen.insert(d.clone()));
     Ok((entries, diagnostics))
+}
+
+/// Orders tuples so each next one differs most from those before it: the few
+/// instantiations lowered then cover the variants (a run of tuples that differ
+/// in one argument often shares one compiled-out variant).
+fn diverse_order(tuples: &[Vec<Option<lower::TArg>>]) -> Vec<Vec<Option<lower::TArg>>> {
+    let mut left: Vec<&Vec<Option<lower::TArg>>> = tuples.iter().collect();
+    let mut out: Vec<Vec<Option<lower::TArg>>> = Vec::new();
+    while !left.is_empty() {
+        let best = (0..left.len())
+            .max_by_key(|&i| {
+                let distance: usize = out
+                    .iter()
+                    .map(|o| o.iter().zip(left[i].iter()).filter(|(a, b)| a != b).count())
+                    .min()
+                    .unwrap_or(usize::MAX);
+                // Ties: the earlier (more determined) tuple.
+                (distance, usize::MAX - i)
+            })
+            .expect("non-empty");
+        out.push(left.remove(best).clone());
+    }
+    out
 }
 
 /// Runs `f` on a thread with a large stack: lowering recurses over syntax.

@@ -501,7 +501,7 @@ impl<'u> Lowerer<'u> {
         if names.contains(&text) {
             if let Some(prev) = env.get(&text) {
                 return match (prev, &actual) {
-                    (TArg::Type(a), b) => a == b || matches!(a, Type::Opaque(_)),
+                    (TArg::Type(a), b) => a == b || matches!(a, Type::Opaque(_)) || matches!(b, Type::Opaque(_)),
                     _ => true,
                 };
             }
