@@ -130,6 +130,51 @@ pub struct ExplainArgs {
     pub file: PathBuf,
 }
 
+/// The driver's options from the common flags; `Err` is a one-line message.
+pub fn options(common: &Common) -> Result<crate::driver::Options, String> {
+    use crate::preprocess::{PpConfig, Target as PpTarget};
+    if common.config != Config::Cuda {
+        return Err(format!(
+            "--config {} is not implemented yet; only --config cuda (full-warp participation) is",
+            match common.config {
+                Config::Smr => "smr",
+                Config::Fmr => "fmr",
+                Config::Cuda => "cuda",
+            }
+        ));
+    }
+    let target = match common.target {
+        Target::Cuda => PpTarget::Cuda,
+        Target::Hip => PpTarget::Hip,
+    };
+    let arch = common.arch.clone().unwrap_or_else(|| match target {
+        PpTarget::Cuda => "sm_80".into(),
+        PpTarget::Hip => "gfx942".into(),
+    });
+    if target == PpTarget::Cuda && !arch.starts_with("sm_") && !arch.starts_with("compute_") && arch.parse::<u32>().is_err() {
+        return Err(format!("--arch {arch} is not a CUDA architecture (expected sm_XY)"));
+    }
+    let pp = PpConfig {
+        target,
+        arch,
+        defines: common.define.clone(),
+        undefines: common.undefine.clone(),
+        include_dirs: common.include.clone(),
+    };
+    let warp_size = common.warp_size.unwrap_or_else(|| pp.physical_warp_size());
+    let lower = crate::lower::LowerConfig {
+        warp_size,
+        ..Default::default()
+    };
+    Ok(crate::driver::Options {
+        pp,
+        lower,
+        kernel: common.kernel.clone(),
+        block_dim: common.block_dim,
+        grid_dim: common.grid_dim,
+    })
+}
+
 /// `X[,Y[,Z]]` with missing dimensions 1.
 pub fn parse_dim3(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();

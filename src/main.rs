@@ -6,71 +6,37 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use warpdrf::cli::{self, Cli, Command};
-use warpdrf::driver::{self, Options};
-use warpdrf::preprocess::{PpConfig, Target};
+use warpdrf::driver;
 use warpdrf::report;
 use warpdrf::source::SourceDb;
 use warpdrf::verdict::Verdict;
 
-fn options(common: &cli::Common) -> Result<Options, String> {
-    if common.config != cli::Config::Cuda {
-        return Err(format!(
-            "--config {} is not implemented yet; only --config cuda (full-warp participation) is",
-            match common.config {
-                cli::Config::Smr => "smr",
-                cli::Config::Fmr => "fmr",
-                cli::Config::Cuda => "cuda",
-            }
-        ));
-    }
-    let target = match common.target {
-        cli::Target::Cuda => Target::Cuda,
-        cli::Target::Hip => Target::Hip,
-    };
-    let arch = common.arch.clone().unwrap_or_else(|| match target {
-        Target::Cuda => "sm_80".into(),
-        Target::Hip => "gfx942".into(),
-    });
-    let pp = PpConfig {
-        target,
-        arch,
-        defines: common.define.clone(),
-        undefines: common.undefine.clone(),
-        include_dirs: common.include.clone(),
-    };
-    let warp_size = common.warp_size.unwrap_or_else(|| pp.physical_warp_size());
-    let lower = warpdrf::lower::LowerConfig {
-        warp_size,
-        ..Default::default()
-    };
-    Ok(Options {
-        pp,
-        lower,
-        kernel: common.kernel.clone(),
-        block_dim: common.block_dim,
-        grid_dim: common.grid_dim,
-    })
+/// Writes to standard output; a closed pipe (`warpdrf … | head`) is not an error.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
 }
 
 /// Runs a command; `Err` is a one-line message for exit status 2.
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Kernels(args) => {
-            let opts = options(&args.common)?;
+            let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
             let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
             match args.format {
-                cli::ListFormat::Human => print!("{}", report::kernels_human(&db, &entries)),
+                cli::ListFormat::Human => out(&report::kernels_human(&db, &entries)),
                 cli::ListFormat::Json => {
                     let v = report::json::kernels(&db, &entries);
-                    println!("{}", serde_json::to_string_pretty(&v).expect("JSON values serialize"));
+                    out(&format!("{}\n", serde_json::to_string_pretty(&v).expect("JSON values serialize")));
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Check(args) => {
-            let opts = options(&args.common)?;
+            let opts = cli::options(&args.common)?;
             let paths = if args.paths.is_empty() {
                 vec![std::path::PathBuf::from(".")]
             } else {
@@ -83,7 +49,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             match args.format {
                 cli::Format::Json => {
                     let v = report::json::check(&db, "cuda", opts.lower.warp_size, &results);
-                    println!("{}", serde_json::to_string_pretty(&v).expect("JSON values serialize"));
+                    out(&format!("{}\n", serde_json::to_string_pretty(&v).expect("JSON values serialize")));
                 }
                 other => {
                     if other != cli::Format::Human {
@@ -91,14 +57,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                     for r in &results {
                         let (line, _) = db.line_col(r.span);
-                        println!(
-                            "{}:{}: {}: memory={:?} participation={:?}",
+                        out(&format!(
+                            "{}:{}: {}: memory={:?} participation={:?}\n",
                             db.name(r.span.file),
                             line,
                             r.kernel,
                             r.memory,
                             r.participation
-                        );
+                        ));
                     }
                 }
             }
@@ -106,7 +72,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Explain(args) => {
-            let opts = options(&args.common)?;
+            let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(std::slice::from_ref(&args.file)).map_err(|e| e.to_string())?;
             match args.stage {
@@ -114,7 +80,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let root = db.load(&args.file).map_err(|e| e.to_string())?;
                     let mut session = warpdrf::preprocess::Session::new(opts.pp.clone());
                     let unit = session.preprocess(&mut db, root);
-                    print!("{}", unit.display(&db));
+                    out(&unit.display(&db));
                     for d in &unit.diagnostics {
                         let (l, c) = db.line_col(d.span);
                         eprintln!("{}:{}:{}: {:?}: {}", db.name(d.span.file), l, c, d.severity, d.message);
@@ -130,7 +96,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                     for e in &entries {
                         for k in &e.kernels {
-                            print!("{k}");
+                            out(&k.to_string());
                         }
                     }
                 }

@@ -1531,7 +1531,7 @@ impl<'u> Lowerer<'u> {
                 let object = self.ptr_slot_object(*slot, node);
                 Value::Ptr(Ptr {
                     object,
-                    offset: Expr::Var(*offset),
+                    offset: self.known.get(offset).cloned().unwrap_or(Expr::Var(*offset)),
                     pointee: pointee.clone(),
                 })
             }
@@ -1740,6 +1740,31 @@ impl<'u> Lowerer<'u> {
         }
     }
 
+    /// A value with its expressions saved in fresh variables (so later writes do
+    /// not change it).
+    fn snapshot(&mut self, v: Value, node: Node<'u>) -> Value {
+        match v {
+            Value::Scalar(e, t) if !e.is_const() => {
+                let span = self.span(node);
+                let st = self.scalar_of(&e).unwrap_or_else(|| t.scalar());
+                let tmp = self.new_var("tmp", st, span);
+                self.emit(StmtKind::Assign { var: tmp, value: e }, span);
+                Value::Scalar(Expr::Var(tmp), t)
+            }
+            Value::Ptr(p) if !p.offset.is_const() => {
+                let span = self.span(node);
+                let tmp = self.new_var("tmp", I64, span);
+                self.emit(StmtKind::Assign { var: tmp, value: p.offset.clone() }, span);
+                Value::Ptr(Ptr {
+                    offset: Expr::Var(tmp),
+                    ..p
+                })
+            }
+            Value::Agg(t, fields) => Value::Agg(t, fields.into_iter().map(|f| self.snapshot(f, node)).collect()),
+            other => other,
+        }
+    }
+
     /// Whether values of a type are kept in memory rather than in variables.
     pub(super) fn is_in_memory(&mut self, t: &Type) -> bool {
         match t {
@@ -1785,6 +1810,15 @@ impl<'u> Lowerer<'u> {
             }
             Place::Fields(t, places) => match value {
                 Value::Agg(_, vals) if vals.len() == places.len() => {
+                    // A struct assigned from values that read its own fields
+                    // (`v = make_float2(v.y, v.x)`): copy them first.
+                    let mut targets = Vec::new();
+                    place_vars(place, &mut targets);
+                    let vals = if vals.iter().any(|v| value_mentions(v, &targets)) {
+                        vals.into_iter().map(|v| self.snapshot(v, node)).collect()
+                    } else {
+                        vals
+                    };
                     for (p, v) in places.iter().zip(vals) {
                         self.write(p, v, node);
                     }
@@ -2151,6 +2185,26 @@ impl<'u> Lowerer<'u> {
             return Value::Scalar(Expr::Sym(s), Type::Bool);
         }
         self.unknown_value(node, format!("`{full}<…>` used as a value"))
+    }
+}
+
+/// The scalar variables a place is made of.
+fn place_vars(place: &Place, out: &mut Vec<crate::ir::VarId>) {
+    match place {
+        Place::Var(v, _) => out.push(*v),
+        Place::PtrVar { offset, .. } => out.push(*offset),
+        Place::Fields(_, places) => places.iter().for_each(|p| place_vars(p, out)),
+        _ => {}
+    }
+}
+
+/// Whether a value's expressions read any of `vars`.
+fn value_mentions(v: &Value, vars: &[crate::ir::VarId]) -> bool {
+    match v {
+        Value::Scalar(e, _) => vars.iter().any(|&x| e.mentions_var(x)),
+        Value::Ptr(p) => vars.iter().any(|&x| p.offset.mentions_var(x)),
+        Value::Agg(_, fields) => fields.iter().any(|f| value_mentions(f, vars)),
+        _ => false,
     }
 }
 

@@ -747,7 +747,7 @@ impl<'u> Lowerer<'u> {
                 Some(o) => o,
                 None => {
                     let o = self.new_object(
-                        &format!("{name} (dynamic shared memory)"),
+                        name,
                         Space::Shared,
                         ObjectKind::DynamicShared,
                         ty,
