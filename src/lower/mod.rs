@@ -747,6 +747,8 @@ impl<'u> Lowerer<'u> {
         let Some(params) = d.field("parameters") else {
             return;
         };
+        let body = declarator.parent().and_then(|f| f.field("body"));
+        let assigned = body.map(|b| assigned_names(self.frag(), b)).unwrap_or_default();
         for (index, p) in syntax::named_children(params).into_iter().enumerate() {
             if p.kind() == "variadic_parameter_declaration" {
                 self.kernel_param_pack(p, index as u32);
@@ -760,7 +762,49 @@ impl<'u> Lowerer<'u> {
             let restrict = self.text(p).contains("__restrict__") || self.text(p).contains("restrict");
             let span = self.span(p);
             let place = self.param_place(&name, &ty, index as u32, "", restrict, span);
+            // A parameter the kernel never assigns is its entry value everywhere.
+            let place = if assigned.contains(&name) { place } else { self.fixed_param(place) };
             self.bind(&name, Binding::Place(place));
+        }
+    }
+
+    /// The value a never-assigned parameter keeps: its pointer at offset 0 or
+    /// its entry value, as a place that cannot change.
+    fn fixed_param(&mut self, place: Place) -> Place {
+        // The entry assignment of the variable is no longer needed.
+        let drop_entry = |l: &mut Self, var: VarId| {
+            if let Some(root) = l.blocks.first_mut() {
+                root.retain(|s| !matches!(&s.kind, StmtKind::Assign { var: v, .. } if *v == var));
+            }
+        };
+        match place {
+            Place::PtrVar { slot, pointee, offset } => {
+                drop_entry(self, offset);
+                let object = self.ptr_slots[slot].objects.first().copied().flatten();
+                Place::Temp(Value::Ptr(Ptr {
+                    object,
+                    offset: Expr::int(0, ScalarTy::I64),
+                    pointee,
+                }))
+            }
+            Place::Var(v, ty) => {
+                // The variable's only assignment is `v = param:i` at entry.
+                let value = self.blocks.first().and_then(|b| {
+                    b.iter().rev().find_map(|s| match &s.kind {
+                        StmtKind::Assign { var, value } if *var == v => Some(value.clone()),
+                        _ => None,
+                    })
+                });
+                match value {
+                    Some(value) => {
+                        drop_entry(self, v);
+                        Place::Temp(Value::Scalar(value, ty))
+                    }
+                    None => Place::Var(v, ty),
+                }
+            }
+            Place::Fields(ty, places) => Place::Fields(ty, places.into_iter().map(|p| self.fixed_param(p)).collect()),
+            other => other,
         }
     }
 
@@ -871,6 +915,45 @@ impl<'u> Lowerer<'u> {
             }
         }
     }
+}
+
+/// Names assigned somewhere under `node` (left of `=`/`op=`, `++`/`--`, or
+/// with their address taken): the parameters that may change.
+fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let mut stack = vec![node];
+    let mut cursor = node.walk();
+    let root_name = |mut n: Node| -> Option<String> {
+        loop {
+            match n.kind() {
+                "identifier" => return Some(syntax::text(frag, n).to_string()),
+                "field_expression" | "subscript_expression" | "parenthesized_expression" | "pointer_expression" => {
+                    n = n.field("argument").or_else(|| syntax::named_children(n).first().copied())?;
+                }
+                _ => return None,
+            }
+        }
+    };
+    while let Some(n) = stack.pop() {
+        let target = match n.kind() {
+            "assignment_expression" => n.field("left"),
+            "update_expression" => n.field("argument"),
+            "pointer_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == "&") => n.field("argument"),
+            _ => None,
+        };
+        if let Some(t) = target {
+            // `p[i] = v` writes memory, not `p`; `p = …`, `p += …`, `s.f = …` change the variable.
+            let direct = matches!(t.kind(), "identifier" | "field_expression" | "parenthesized_expression")
+                && !(t.kind() == "field_expression" && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
+            if direct || n.kind() == "pointer_expression" {
+                if let Some(name) = root_name(t) {
+                    out.insert(name);
+                }
+            }
+        }
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
 }
 
 /// Removes assignments to `vars` from statements and nested blocks.

@@ -303,11 +303,7 @@ impl<'u> Lowerer<'u> {
                 });
                 let iteration = l.sub_block(|l2| {
                     l2.frame_mut().locals.push(HashMap::new());
-                    l2.declare(&name, ty.clone(), None, false, *item);
-                    let v = l2.expr(*item);
-                    if let Some(Binding::Place(p)) = l2.lookup_local(&name) {
-                        l2.write(&p, v, *item);
-                    }
+                    l2.declare(&name, ty.clone(), Some(*item), false, *item);
                     if let Some(b) = body_node {
                         l2.scoped_stmt(b);
                     }
