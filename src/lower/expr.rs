@@ -742,11 +742,34 @@ impl<'u> Lowerer<'u> {
                     pointee: p.pointee,
                 }))
             }
-            (Value::Ptr(p), Value::Ptr(_)) => {
-                self.unknown(node, "choice between pointers into different buffers");
+            (Value::Ptr(p), Value::Ptr(q)) => {
+                // `c ? a : b` into two buffers: a choice object with its selector.
+                let (Some(a), Some(b)) = (p.object, q.object) else { unreachable!("null handled above") };
+                if self.choices.contains_key(&a) || self.choices.contains_key(&b) {
+                    self.unknown(node, "choice between pointers that are themselves choices");
+                    return Some(Value::Ptr(Ptr {
+                        object: Some(self.untraced(Space::Global)),
+                        ..p
+                    }));
+                }
+                let span = self.span(node);
+                let selector = self.new_var("buffer", ScalarTy::I32, span);
+                self.emit(
+                    StmtKind::Assign {
+                        var: selector,
+                        value: fold::select(c.clone(), Expr::int(0, ScalarTy::I32), Expr::int(1, ScalarTy::I32)),
+                    },
+                    span,
+                );
+                let names = format!("one of `{}`, `{}`", self.k.objects[a.index()].name, self.k.objects[b.index()].name);
+                let sa = self.k.objects[a.index()].space;
+                let space = if sa == self.k.objects[b.index()].space { sa } else { Space::Global };
+                let choice = self.new_object(&names, space, ObjectKind::Untraced, &Type::Opaque("?".into()), span);
+                self.choices.insert(choice, (selector, vec![Some(a), Some(b)]));
                 Some(Value::Ptr(Ptr {
-                    object: Some(self.untraced(Space::Global)),
-                    ..p
+                    object: Some(choice),
+                    offset: fold::select(c, p.offset, q.offset),
+                    pointee: p.pointee,
                 }))
             }
             (Value::Agg(t, xs), Value::Agg(_, ys)) if xs.len() == ys.len() => {

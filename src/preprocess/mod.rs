@@ -66,14 +66,18 @@ impl Default for PpConfig {
 
 impl PpConfig {
     /// The numeric `__CUDA_ARCH__` for a CUDA arch name, if it is one.
+    /// `sm_XY` and `compute_XY` (`sm_80`, `sm_120a`) are major X, minor Y:
+    /// `__CUDA_ARCH__` is their digits times ten; a bare number is taken as
+    /// the `__CUDA_ARCH__` value itself.
     pub fn cuda_arch(&self) -> Option<u32> {
-        let digits = self
-            .arch
-            .trim_start_matches("sm_")
-            .trim_start_matches("compute_");
-        let digits: String = digits.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let named = self.arch.strip_prefix("sm_").or_else(|| self.arch.strip_prefix("compute_"));
+        let digits: String = named
+            .unwrap_or(&self.arch)
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
         let n: u32 = digits.parse().ok()?;
-        Some(if n < 100 { n * 10 } else { n })
+        Some(if named.is_some() { n * 10 } else { n })
     }
 
     /// The warp (wavefront) size the target architecture executes with.

@@ -101,6 +101,16 @@ fn conditionals_follow_the_target() {
 }
 
 #[test]
+fn cuda_arch_names() {
+    let arch = |a: &str| PpConfig { arch: a.into(), ..PpConfig::default() }.cuda_arch();
+    assert_eq!(arch("sm_80"), Some(800));
+    assert_eq!(arch("sm_120a"), Some(1200));
+    assert_eq!(arch("compute_90"), Some(900));
+    assert_eq!(arch("750"), Some(750));
+    assert_eq!(arch("gfx942"), None);
+}
+
+#[test]
 fn hip_gfx9_has_64_wide_wavefronts() {
     let hip = PpConfig { target: Target::Hip, arch: "gfx90a".into(), ..PpConfig::default() };
     assert_eq!(hip.physical_warp_size(), 64);
