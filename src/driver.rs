@@ -127,6 +127,24 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// is lowered in the first unit that gives it fully determined template
 /// arguments (else in the first unit that has it, with symbolic parameters).
 pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Result<(Vec<KernelEntry>, Vec<preprocess::Diag>), LoadError> {
+    let mut units = Vec::new();
+    for path in &inputs.units {
+        units.push(db.load(path)?);
+    }
+    let mut headers = Vec::new();
+    for h in &inputs.headers {
+        headers.push(db.load(h)?);
+    }
+    Ok(lower_files(db, units, headers, options))
+}
+
+/// [`lower_all`] on files already in the database (text given by a test or a fuzzer).
+pub fn lower_files(
+    db: &mut SourceDb,
+    units: Vec<FileId>,
+    headers: Vec<FileId>,
+    options: &Options,
+) -> (Vec<KernelEntry>, Vec<preprocess::Diag>) {
     let mut session = Session::new(options.pp.clone());
     let mut entries: Vec<KernelEntry> = Vec::new();
     let mut by_site: HashMap<(FileId, u32), usize> = HashMap::new();
@@ -134,14 +152,7 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
     let mut kernels_in_file: HashMap<FileId, Vec<(FileId, u32)>> = HashMap::new();
     let mut diagnostics = Vec::new();
     let mut included: std::collections::HashSet<FileId> = Default::default();
-    let mut queue: Vec<FileId> = Vec::new();
-    for path in &inputs.units {
-        queue.push(db.load(path)?);
-    }
-    let mut headers = Vec::new();
-    for h in &inputs.headers {
-        headers.push(db.load(h)?);
-    }
+    let mut queue: Vec<FileId> = units;
     let mut next_header = 0;
     let mut i = 0;
     loop {
@@ -254,7 +265,7 @@ pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Resul
     });
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| seen.insert(d.clone()));
-    Ok((entries, diagnostics))
+    (entries, diagnostics)
 }
 
 /// Orders tuples so each next one differs most from those before it: the few
