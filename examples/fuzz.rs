@@ -25,16 +25,66 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
 const TOKENS: &[&str] = &[
-    "{", "}", "(", ")", "[", "]", "<", ">", ";", ",", "::", "->", ".", "#if 0\n", "#endif\n", "#define X(a) a##a\n",
-    "template <typename T>", "__global__", "__shared__", "extern", "__syncthreads();", "__shfl_xor_sync(0xffffffff, v, 1)",
-    "if (threadIdx.x < 16)", "for (;;)", "while (1)", "return;", "break;", "continue;", "goto l;", "asm(\"bar.sync 0;\");",
-    "[&](int i) { return i; }", "static_assert(false, \"\");", "constexpr", "sizeof(T)", "reinterpret_cast<int*>(p)",
-    "\"", "'", "/*", "*/", "//", "\\\n", "0x", "1e", "...", "operator()", "~", "&&", "||", "?", ":", "__VA_ARGS__",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "<",
+    ">",
+    ";",
+    ",",
+    "::",
+    "->",
+    ".",
+    "#if 0\n",
+    "#endif\n",
+    "#define X(a) a##a\n",
+    "template <typename T>",
+    "__global__",
+    "__shared__",
+    "extern",
+    "__syncthreads();",
+    "__shfl_xor_sync(0xffffffff, v, 1)",
+    "if (threadIdx.x < 16)",
+    "for (;;)",
+    "while (1)",
+    "return;",
+    "break;",
+    "continue;",
+    "goto l;",
+    "asm(\"bar.sync 0;\");",
+    "[&](int i) { return i; }",
+    "static_assert(false, \"\");",
+    "constexpr",
+    "sizeof(T)",
+    "reinterpret_cast<int*>(p)",
+    "\"",
+    "'",
+    "/*",
+    "*/",
+    "//",
+    "\\\n",
+    "0x",
+    "1e",
+    "...",
+    "operator()",
+    "~",
+    "&&",
+    "||",
+    "?",
+    ":",
+    "__VA_ARGS__",
 ];
 
 fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
@@ -70,7 +120,8 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
             5 => {
                 // Deep nesting.
                 let depth = 1 + rng.below(3000);
-                let (open, close) = [("(", ")"), ("{", "}"), ("#if 1\n", "#endif\n"), ("a<", ">")][rng.below(4)];
+                let (open, close) =
+                    [("(", ")"), ("{", "}"), ("#if 1\n", "#endif\n"), ("a<", ">")][rng.below(4)];
                 let mut piece = open.repeat(depth).into_bytes();
                 piece.extend(close.repeat(depth).into_bytes());
                 data.splice(at..at, piece);
@@ -86,7 +137,9 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn seeds_in(dir: &Path, out: &mut Vec<Vec<u8>>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -102,11 +155,19 @@ fn seeds_in(dir: &Path, out: &mut Vec<Vec<u8>>) {
 fn main() {
     let mut seconds = 60u64;
     let mut seed = 0x5eed_u64;
-    let mut dirs: Vec<PathBuf> = vec![PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))];
+    let mut dirs: Vec<PathBuf> = vec![PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures"
+    ))];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).expect("--seconds N"),
+            "--seconds" => {
+                seconds = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .expect("--seconds N")
+            }
             "--seed" => seed = args.next().and_then(|s| s.parse().ok()).expect("--seed S"),
             other => dirs.push(PathBuf::from(other)),
         }

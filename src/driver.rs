@@ -126,7 +126,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// Every kernel of the inputs. A kernel defined in a header many units include
 /// is lowered in the first unit that gives it fully determined template
 /// arguments (else in the first unit that has it, with symbolic parameters).
-pub fn lower_all(db: &mut SourceDb, inputs: &Inputs, options: &Options) -> Result<(Vec<KernelEntry>, Vec<preprocess::Diag>), LoadError> {
+pub fn lower_all(
+    db: &mut SourceDb,
+    inputs: &Inputs,
+    options: &Options,
+) -> Result<(Vec<KernelEntry>, Vec<preprocess::Diag>), LoadError> {
     let mut units = Vec::new();
     for path in &inputs.units {
         units.push(db.load(path)?);
@@ -179,9 +183,11 @@ pub fn lower_files(
         // determined instantiations adds nothing to the listing.
         let adds_nothing = unit.files.iter().all(|&f| {
             !db.file(f).text.contains("__global__")
-                || kernels_in_file.get(&f).is_some_and(|sites: &Vec<(FileId, u32)>| {
-                    sites.iter().all(|s| determined.get(s) == Some(&true))
-                })
+                || kernels_in_file
+                    .get(&f)
+                    .is_some_and(|sites: &Vec<(FileId, u32)>| {
+                        sites.iter().all(|s| determined.get(s) == Some(&true))
+                    })
         });
         if adds_nothing {
             continue;
@@ -210,7 +216,9 @@ pub fn lower_files(
                 lower::instantiate::kernel_instantiations(&unit, &index, &options.lower, def.decl)
             };
             let fully = def.template_params.is_empty()
-                || tuples.first().is_some_and(|t| !t.is_empty() && t.iter().all(Option::is_some));
+                || tuples
+                    .first()
+                    .is_some_and(|t| !t.is_empty() && t.iter().all(Option::is_some));
             if by_site.contains_key(&site) && !fully {
                 continue;
             }
@@ -237,7 +245,10 @@ pub fn lower_files(
             if kernels.is_empty() {
                 kernels = trapping.into_iter().take(1).collect();
             }
-            let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
+            let mut unknowns: Vec<Unknown> = kernels
+                .iter()
+                .flat_map(|k| k.unknowns.iter().cloned())
+                .collect();
             unknowns.sort();
             unknowns.dedup();
             let entry = KernelEntry {

@@ -15,7 +15,9 @@ use warpdrf::verdict::Verdict;
 fn out(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// Runs a command; `Err` is a one-line message for exit status 2.
@@ -25,12 +27,16 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
-            let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            let (entries, _) =
+                driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
             match args.format {
                 cli::ListFormat::Human => out(&report::kernels_human(&db, &entries)),
                 cli::ListFormat::Json => {
                     let v = report::json::kernels(&db, &entries);
-                    out(&format!("{}\n", serde_json::to_string_pretty(&v).expect("JSON values serialize")));
+                    out(&format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&v).expect("JSON values serialize")
+                    ));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -44,16 +50,23 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(&paths).map_err(|e| e.to_string())?;
-            let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            let (entries, _) =
+                driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
             let results = driver::check(&db, &entries, &opts);
             match args.format {
                 cli::Format::Json => {
                     let v = report::json::check(&db, "cuda", opts.lower.warp_size, &results);
-                    out(&format!("{}\n", serde_json::to_string_pretty(&v).expect("JSON values serialize")));
+                    out(&format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&v).expect("JSON values serialize")
+                    ));
                 }
                 other => {
                     if other != cli::Format::Human {
-                        return Err(format!("--format {other:?} is not implemented yet; use human or json").to_lowercase());
+                        return Err(format!(
+                            "--format {other:?} is not implemented yet; use human or json"
+                        )
+                        .to_lowercase());
                     }
                     for r in &results {
                         let (line, _) = db.line_col(r.span);
@@ -68,13 +81,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                 }
             }
-            let all_pass = results.iter().all(|r| r.memory == Verdict::Pass && r.participation == Verdict::Pass);
-            Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            let all_pass = results
+                .iter()
+                .all(|r| r.memory == Verdict::Pass && r.participation == Verdict::Pass);
+            Ok(if all_pass {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Explain(args) => {
             let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();
-            let inputs = driver::collect_inputs(std::slice::from_ref(&args.file)).map_err(|e| e.to_string())?;
+            let inputs = driver::collect_inputs(std::slice::from_ref(&args.file))
+                .map_err(|e| e.to_string())?;
             match args.stage {
                 cli::Stage::Preprocess => {
                     let root = db.load(&args.file).map_err(|e| e.to_string())?;
@@ -83,11 +103,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     out(&unit.display(&db));
                     for d in &unit.diagnostics {
                         let (l, c) = db.line_col(d.span);
-                        eprintln!("{}:{}:{}: {:?}: {}", db.name(d.span.file), l, c, d.severity, d.message);
+                        eprintln!(
+                            "{}:{}:{}: {:?}: {}",
+                            db.name(d.span.file),
+                            l,
+                            c,
+                            d.severity,
+                            d.message
+                        );
                     }
                 }
                 cli::Stage::Ir => {
-                    let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+                    let (entries, _) =
+                        driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
                     if entries.is_empty() {
                         return Err(match &opts.kernel {
                             Some(k) => format!("no kernel named `{k}` in {}", args.file.display()),

@@ -59,10 +59,15 @@ fn parse_header(text: &str) -> Result<Header, String> {
             }
             break;
         };
-        let Some((key, value)) = comment.split_once(':') else { continue };
+        let Some((key, value)) = comment.split_once(':') else {
+            continue;
+        };
         let (key, kernel) = key_kernel(key.trim());
         let value = value.trim();
-        let known = matches!(key, "expect" | "args" | "kernels" | "lowers" | "unknown" | "ir" | "ir-not" | "assumption");
+        let known = matches!(
+            key,
+            "expect" | "args" | "kernels" | "lowers" | "unknown" | "ir" | "ir-not" | "assumption"
+        );
         any |= known;
         match key {
             "expect" => {
@@ -76,12 +81,22 @@ fn parse_header(text: &str) -> Result<Header, String> {
                     }
                 }
                 let (Some(m), Some(p)) = (memory, participation) else {
-                    return Err(format!("expect needs memory= and participation=: `{value}`"));
+                    return Err(format!(
+                        "expect needs memory= and participation=: `{value}`"
+                    ));
                 };
                 h.expects.push((kernel, m, p));
             }
             "args" => h.args.extend(value.split_whitespace().map(String::from)),
-            "kernels" => h.kernels = Some(value.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()),
+            "kernels" => {
+                h.kernels = Some(
+                    value
+                        .split(',')
+                        .map(|k| k.trim().to_string())
+                        .filter(|k| !k.is_empty())
+                        .collect(),
+                )
+            }
             "lowers" => h.lowers.push((
                 kernel,
                 match value {
@@ -121,7 +136,9 @@ fn check_fixture(path: &Path) -> Vec<String> {
         Ok(c) => c,
         Err(e) => return vec![format!("bad args: {e}")],
     };
-    let Command::Check(args) = cli.command else { unreachable!("parsed as check") };
+    let Command::Check(args) = cli.command else {
+        unreachable!("parsed as check")
+    };
     let options = match cli::options(&args.common) {
         Ok(o) => o,
         Err(e) => return vec![format!("bad args: {e}")],
@@ -151,7 +168,10 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 }
                 let (line, _) = db.line_col(u.span);
                 if line == 0 || line as usize > db.file(u.span.file).line_count() {
-                    problems.push(format!("{}: unknown `{}` points outside its file", e.name, u.reason));
+                    problems.push(format!(
+                        "{}: unknown `{}` points outside its file",
+                        e.name, u.reason
+                    ));
                 }
             }
         }
@@ -165,27 +185,49 @@ fn check_fixture(path: &Path) -> Vec<String> {
             }
         }
         for (kernel, status) in &header.lowers {
-            let matching: Vec<_> = entries.iter().filter(|e| kernel.as_ref().is_none_or(|k| *k == e.name)).collect();
+            let matching: Vec<_> = entries
+                .iter()
+                .filter(|e| kernel.as_ref().is_none_or(|k| *k == e.name))
+                .collect();
             if matching.is_empty() {
-                problems.push(format!("lowers: no kernel {}", kernel.as_deref().unwrap_or("at all")));
+                problems.push(format!(
+                    "lowers: no kernel {}",
+                    kernel.as_deref().unwrap_or("at all")
+                ));
             }
             for e in matching {
                 if e.status() != *status {
-                    let reasons: Vec<&str> = e.unknowns().iter().map(|u| u.reason.as_str()).collect();
-                    problems.push(format!("{}: lowers {:?}, expected {status:?} (unknowns: {reasons:?})", e.name, e.status()));
+                    let reasons: Vec<&str> =
+                        e.unknowns().iter().map(|u| u.reason.as_str()).collect();
+                    problems.push(format!(
+                        "{}: lowers {:?}, expected {status:?} (unknowns: {reasons:?})",
+                        e.name,
+                        e.status()
+                    ));
                 }
             }
         }
         for text in &header.unknowns {
-            if !entries.iter().any(|e| e.unknowns().iter().any(|u| u.reason.contains(text.as_str()))) {
-                let all: Vec<&str> = entries.iter().flat_map(|e| e.unknowns().iter().map(|u| u.reason.as_str())).collect();
+            if !entries.iter().any(|e| {
+                e.unknowns()
+                    .iter()
+                    .any(|u| u.reason.contains(text.as_str()))
+            }) {
+                let all: Vec<&str> = entries
+                    .iter()
+                    .flat_map(|e| e.unknowns().iter().map(|u| u.reason.as_str()))
+                    .collect();
                 problems.push(format!("no unknown mentions `{text}` (unknowns: {all:?})"));
             }
         }
         for text in &header.assumptions {
-            let found = entries
-                .iter()
-                .any(|e| e.kernels.iter().any(|k| k.assumptions.iter().any(|a| a.reason.contains(text.as_str()))));
+            let found = entries.iter().any(|e| {
+                e.kernels.iter().any(|k| {
+                    k.assumptions
+                        .iter()
+                        .any(|a| a.reason.contains(text.as_str()))
+                })
+            });
             if !found {
                 problems.push(format!("no assumption mentions `{text}`"));
             }
@@ -201,9 +243,15 @@ fn check_fixture(path: &Path) -> Vec<String> {
             }
         }
         for (kernel, memory, participation) in &header.expects {
-            let matching: Vec<_> = results.iter().filter(|r| kernel.as_ref().is_none_or(|k| *k == r.kernel)).collect();
+            let matching: Vec<_> = results
+                .iter()
+                .filter(|r| kernel.as_ref().is_none_or(|k| *k == r.kernel))
+                .collect();
             if matching.is_empty() {
-                problems.push(format!("expect: no kernel {}", kernel.as_deref().unwrap_or("at all")));
+                problems.push(format!(
+                    "expect: no kernel {}",
+                    kernel.as_deref().unwrap_or("at all")
+                ));
             }
             for r in matching {
                 if r.memory != *memory || r.participation != *participation {
@@ -222,7 +270,9 @@ fn check_fixture(path: &Path) -> Vec<String> {
 }
 
 fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -247,14 +297,22 @@ fn every_fixture_matches_its_header() {
             failures.push(format!("{}: {problem}", rel.display()));
         }
     }
-    assert!(failures.is_empty(), "{} fixture problems:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn headers_are_parsed_strictly() {
     assert!(parse_header("__global__ void k() {}").is_err());
     assert!(parse_header("// expect: memory=maybe participation=pass\n").is_err());
-    let h = parse_header("// expect k2: memory=pass participation=alarm\n// args: --block-dim 64\n// ir: foo\n").unwrap();
+    let h = parse_header(
+        "// expect k2: memory=pass participation=alarm\n// args: --block-dim 64\n// ir: foo\n",
+    )
+    .unwrap();
     assert_eq!(h.expects[0].0.as_deref(), Some("k2"));
     assert_eq!(h.args, ["--block-dim", "64"]);
     assert_eq!(h.ir, ["foo"]);

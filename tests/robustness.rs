@@ -14,7 +14,11 @@ use warpdrf::source::SourceDb;
 
 fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("warpdrf-robust-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let dir = std::env::temp_dir().join(format!(
+        "warpdrf-robust-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
     std::fs::write(&path, bytes).expect("temp file");
@@ -28,7 +32,8 @@ fn front_end(path: &Path) -> usize {
         let mut db = SourceDb::new();
         let options = Options::default();
         let inputs = driver::collect_inputs(std::slice::from_ref(&path)).expect("the file exists");
-        let (entries, _) = driver::lower_all(&mut db, &inputs, &options).expect("a file that exists is read");
+        let (entries, _) =
+            driver::lower_all(&mut db, &inputs, &options).expect("a file that exists is read");
         let results = driver::check(&db, &entries, &options);
         for e in &entries {
             for k in &e.kernels {
@@ -82,19 +87,45 @@ fn every_truncation_of_a_kernel_is_accepted() {
 #[test]
 fn deep_nesting_gives_a_result() {
     let depth = 10_000;
-    let parens = format!("__global__ void k(int *x) {{ x[0] = {}1{}; }}", "(".repeat(depth), ")".repeat(depth));
+    let parens = format!(
+        "__global__ void k(int *x) {{ x[0] = {}1{}; }}",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
     assert_eq!(run_text(&parens), 1);
-    let blocks = format!("__global__ void k(int *x) {{ {} x[0] = 1; {} }}", "{".repeat(depth), "}".repeat(depth));
+    let blocks = format!(
+        "__global__ void k(int *x) {{ {} x[0] = 1; {} }}",
+        "{".repeat(depth),
+        "}".repeat(depth)
+    );
     assert_eq!(run_text(&blocks), 1);
-    let ifs = format!("{}\n__global__ void k(int *x) {{ x[0] = 1; }}\n{}", "#if 1\n".repeat(depth), "#endif\n".repeat(depth));
+    let ifs = format!(
+        "{}\n__global__ void k(int *x) {{ x[0] = 1; }}\n{}",
+        "#if 1\n".repeat(depth),
+        "#endif\n".repeat(depth)
+    );
     assert_eq!(run_text(&ifs), 1);
-    let calls = format!("#define F(a) (a + 1)\n__global__ void k(int *x) {{ x[0] = {}0{}; }}", "F(".repeat(depth), ")".repeat(depth));
+    let calls = format!(
+        "#define F(a) (a + 1)\n__global__ void k(int *x) {{ x[0] = {}0{}; }}",
+        "F(".repeat(depth),
+        ")".repeat(depth)
+    );
     assert_eq!(run_text(&calls), 1);
-    let templates = format!("__global__ void k(int *x) {{ x[0] = sizeof({}int{}); }}", "T<".repeat(depth), ">".repeat(depth));
+    let templates = format!(
+        "__global__ void k(int *x) {{ x[0] = sizeof({}int{}); }}",
+        "T<".repeat(depth),
+        ">".repeat(depth)
+    );
     run_text(&templates);
-    let unary = format!("__global__ void k(int *x) {{ x[0] = {}1; }}", "-".repeat(depth));
+    let unary = format!(
+        "__global__ void k(int *x) {{ x[0] = {}1; }}",
+        "-".repeat(depth)
+    );
     assert_eq!(run_text(&unary), 1);
-    let elses = format!("__global__ void k(int *x) {{ {} x[0] = 1; }}", "if (x[1]) x[2] = 0; else ".repeat(depth));
+    let elses = format!(
+        "__global__ void k(int *x) {{ {} x[0] = 1; }}",
+        "if (x[1]) x[2] = 0; else ".repeat(depth)
+    );
     assert_eq!(run_text(&elses), 1);
 }
 
@@ -103,7 +134,9 @@ fn a_ten_megabyte_file_is_accepted() {
     let mut text = String::with_capacity(10 << 20);
     let mut i = 0;
     while text.len() < 10 << 20 {
-        text.push_str(&format!("__device__ int helper{i}(int v) {{ return v * {i} + (v >> 3); }}\n"));
+        text.push_str(&format!(
+            "__device__ int helper{i}(int v) {{ return v * {i} + (v >> 3); }}\n"
+        ));
         i += 1;
     }
     text.push_str(KERNEL);

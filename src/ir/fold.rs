@@ -57,9 +57,15 @@ pub fn cast(ty: ScalarTy, a: Expr) -> Expr {
 pub fn type_of(e: &Expr) -> Option<ScalarTy> {
     use super::Builtin;
     match e {
-        Expr::Int(_, t) | Expr::Cast(t, _) | Expr::Unary(_, t, _) | Expr::Opaque(_, t, _) => Some(*t),
+        Expr::Int(_, t) | Expr::Cast(t, _) | Expr::Unary(_, t, _) | Expr::Opaque(_, t, _) => {
+            Some(*t)
+        }
         Expr::Bool(_) => Some(ScalarTy::Bool),
-        Expr::Binary(op, t, _, _) => Some(if op.is_comparison() || op.is_logical() { ScalarTy::Bool } else { *t }),
+        Expr::Binary(op, t, _, _) => Some(if op.is_comparison() || op.is_logical() {
+            ScalarTy::Bool
+        } else {
+            *t
+        }),
         Expr::Select(_, a, b) => type_of(a).or_else(|| type_of(b)),
         Expr::Builtin(Builtin::WarpSize) => Some(ScalarTy::I32),
         Expr::Builtin(_) => Some(ScalarTy::U32),
@@ -99,7 +105,11 @@ pub fn binary(op: BinOp, ty: ScalarTy, a: Expr, b: Expr) -> Expr {
     if ty.is_int() {
         match op {
             BinOp::Add if zero(&a) => return b,
-            BinOp::Add | BinOp::Sub | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr if zero(&b) => return a,
+            BinOp::Add | BinOp::Sub | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+                if zero(&b) =>
+            {
+                return a
+            }
             BinOp::Mul if one(&a) => return b,
             BinOp::Mul | BinOp::Div if one(&b) => return a,
             BinOp::Mul | BinOp::BitAnd if zero(&a) || zero(&b) => return Expr::int(0, ty),
@@ -235,29 +245,66 @@ mod tests {
 
     #[test]
     fn folds_constants_with_c_semantics() {
-        assert_eq!(binary(BinOp::Div, I, Expr::int(-7, I), Expr::int(2, I)), Expr::int(-3, I));
-        assert_eq!(binary(BinOp::Rem, I, Expr::int(-7, I), Expr::int(2, I)), Expr::int(-1, I));
-        assert_eq!(binary(BinOp::Sub, U, Expr::int(0, U), Expr::int(1, U)), Expr::int(4294967295, U));
-        assert_eq!(binary(BinOp::Shr, U, Expr::int(0x80000000, U), Expr::int(31, U)), Expr::int(1, U));
-        assert_eq!(binary(BinOp::Shr, I, Expr::int(-8, I), Expr::int(1, I)), Expr::int(-4, I));
-        assert!(matches!(binary(BinOp::Div, I, Expr::int(1, I), Expr::int(0, I)), Expr::Binary(..)));
-        assert!(matches!(binary(BinOp::Shl, I, Expr::int(1, I), Expr::int(40, I)), Expr::Binary(..)));
+        assert_eq!(
+            binary(BinOp::Div, I, Expr::int(-7, I), Expr::int(2, I)),
+            Expr::int(-3, I)
+        );
+        assert_eq!(
+            binary(BinOp::Rem, I, Expr::int(-7, I), Expr::int(2, I)),
+            Expr::int(-1, I)
+        );
+        assert_eq!(
+            binary(BinOp::Sub, U, Expr::int(0, U), Expr::int(1, U)),
+            Expr::int(4294967295, U)
+        );
+        assert_eq!(
+            binary(BinOp::Shr, U, Expr::int(0x80000000, U), Expr::int(31, U)),
+            Expr::int(1, U)
+        );
+        assert_eq!(
+            binary(BinOp::Shr, I, Expr::int(-8, I), Expr::int(1, I)),
+            Expr::int(-4, I)
+        );
+        assert!(matches!(
+            binary(BinOp::Div, I, Expr::int(1, I), Expr::int(0, I)),
+            Expr::Binary(..)
+        ));
+        assert!(matches!(
+            binary(BinOp::Shl, I, Expr::int(1, I), Expr::int(40, I)),
+            Expr::Binary(..)
+        ));
     }
 
     #[test]
     fn identities_and_selects() {
         assert_eq!(binary(BinOp::Add, U, Expr::int(0, U), tid()), tid());
-        assert_eq!(binary(BinOp::Mul, U, tid(), Expr::int(0, U)), Expr::int(0, U));
+        assert_eq!(
+            binary(BinOp::Mul, U, tid(), Expr::int(0, U)),
+            Expr::int(0, U)
+        );
         assert_eq!(select(Expr::Bool(true), tid(), Expr::int(3, U)), tid());
         assert_eq!(select(Expr::Var(crate::ir::VarId(1)), tid(), tid()), tid());
-        assert_eq!(binary(BinOp::And, ScalarTy::Bool, Expr::Bool(false), Expr::Var(crate::ir::VarId(0))), Expr::Bool(false));
+        assert_eq!(
+            binary(
+                BinOp::And,
+                ScalarTy::Bool,
+                Expr::Bool(false),
+                Expr::Var(crate::ir::VarId(0))
+            ),
+            Expr::Bool(false)
+        );
     }
 
     #[test]
     fn negation_flips_integer_comparisons_only() {
         let lt = binary(BinOp::Lt, U, tid(), Expr::int(32, U));
         assert!(matches!(not(lt), Expr::Binary(BinOp::Ge, ..)));
-        let flt = Expr::Binary(BinOp::Lt, ScalarTy::Float(crate::ir::FloatKind::F32), Box::new(Expr::Float(1.0)), Box::new(Expr::Var(crate::ir::VarId(0))));
+        let flt = Expr::Binary(
+            BinOp::Lt,
+            ScalarTy::Float(crate::ir::FloatKind::F32),
+            Box::new(Expr::Float(1.0)),
+            Box::new(Expr::Var(crate::ir::VarId(0))),
+        );
         assert!(matches!(not(flt), Expr::Unary(UnOp::Not, ..)));
     }
 }

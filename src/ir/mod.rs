@@ -84,17 +84,32 @@ pub enum FloatKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarTy {
     Bool,
-    Int { bits: u8, signed: bool },
+    Int {
+        bits: u8,
+        signed: bool,
+    },
     Float(FloatKind),
     /// A value the IR does not interpret (packed halves, an opaque struct).
     Opaque,
 }
 
 impl ScalarTy {
-    pub const I32: ScalarTy = ScalarTy::Int { bits: 32, signed: true };
-    pub const U32: ScalarTy = ScalarTy::Int { bits: 32, signed: false };
-    pub const I64: ScalarTy = ScalarTy::Int { bits: 64, signed: true };
-    pub const U64: ScalarTy = ScalarTy::Int { bits: 64, signed: false };
+    pub const I32: ScalarTy = ScalarTy::Int {
+        bits: 32,
+        signed: true,
+    };
+    pub const U32: ScalarTy = ScalarTy::Int {
+        bits: 32,
+        signed: false,
+    };
+    pub const I64: ScalarTy = ScalarTy::Int {
+        bits: 64,
+        signed: true,
+    };
+    pub const U64: ScalarTy = ScalarTy::Int {
+        bits: 64,
+        signed: false,
+    };
 
     pub fn is_int(self) -> bool {
         matches!(self, ScalarTy::Int { .. })
@@ -163,7 +178,10 @@ pub enum BinOp {
 
 impl BinOp {
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
     }
 
     pub fn is_logical(self) -> bool {
@@ -496,22 +514,40 @@ pub struct Loop {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
-    Assign { var: VarId, value: Expr },
+    Assign {
+        var: VarId,
+        value: Expr,
+    },
     /// The variable takes an arbitrary value of its type, per thread.
-    Havoc { var: VarId, reason: String },
+    Havoc {
+        var: VarId,
+        reason: String,
+    },
     Access(Access),
     Barrier(Barrier),
     Primitive(Primitive),
-    If { cond: Expr, then_block: Block, else_block: Block },
+    If {
+        cond: Expr,
+        then_block: Block,
+        else_block: Block,
+    },
     Loop(Loop),
     /// A labelled block: the target of `return` from an inlined function or of
     /// `break` from a `switch`.
-    Labeled { label: LabelId, body: Block },
-    Exit { label: LabelId, kind: ExitKind },
+    Labeled {
+        label: LabelId,
+        body: Block,
+    },
+    Exit {
+        label: LabelId,
+        kind: ExitKind,
+    },
     /// A fact that holds here (`static_assert`, `assert`, `__builtin_assume`).
     Assume(Expr),
     /// Code that was not modelled; a verdict that depends on it is `unknown`.
-    Unknown { reason: String },
+    Unknown {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -635,11 +671,18 @@ impl Kernel {
     /// Every execution reaches a trap (`assume false`) before anything else
     /// that matters: the instantiation is compiled out (`NO_DEVICE_CODE`).
     pub fn always_traps(&self) -> bool {
-        self.body.0.iter().any(|s| matches!(s.kind, StmtKind::Assume(Expr::Bool(false))))
+        self.body
+            .0
+            .iter()
+            .any(|s| matches!(s.kind, StmtKind::Assume(Expr::Bool(false))))
             && !self.body.0.iter().any(|s| {
                 matches!(
                     s.kind,
-                    StmtKind::Access(_) | StmtKind::Barrier(_) | StmtKind::Primitive(_) | StmtKind::Loop(_) | StmtKind::If { .. }
+                    StmtKind::Access(_)
+                        | StmtKind::Barrier(_)
+                        | StmtKind::Primitive(_)
+                        | StmtKind::Loop(_)
+                        | StmtKind::If { .. }
                 )
             })
     }

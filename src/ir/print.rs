@@ -171,14 +171,28 @@ impl Printer<'_> {
                 self.line(depth, &text);
             }
             StmtKind::Access(a) => {
-                let obj = k.objects.get(a.object.index()).map_or("?", |o| o.name.as_str());
+                let obj = k
+                    .objects
+                    .get(a.object.index())
+                    .map_or("?", |o| o.name.as_str());
                 let mut loc = format!("{obj}[+{}:{}]", self.e(&a.offset), self.e(&a.width));
                 for r in &a.ranges {
-                    loc.push_str(&format!(" for {} in [{}, {})", k.var_name(r.var), self.e(&r.lo), self.e(&r.hi)));
+                    loc.push_str(&format!(
+                        " for {} in [{}, {})",
+                        k.var_name(r.var),
+                        self.e(&r.lo),
+                        self.e(&r.hi)
+                    ));
                 }
-                let coll = if a.collective { " (warp collective)" } else { "" };
+                let coll = if a.collective {
+                    " (warp collective)"
+                } else {
+                    ""
+                };
                 let text = match (a.kind, &a.result, &a.value) {
-                    (AccessKind::Read, Some(r), _) => format!("{} = load {loc}{coll}", k.var_name(*r)),
+                    (AccessKind::Read, Some(r), _) => {
+                        format!("{} = load {loc}{coll}", k.var_name(*r))
+                    }
                     (AccessKind::Read, None, _) => format!("load {loc}{coll}"),
                     (AccessKind::Write, _, v) => {
                         let v = v.as_ref().map_or("?".to_string(), |v| self.e(v));
@@ -195,7 +209,9 @@ impl Printer<'_> {
             StmtKind::Barrier(b) => {
                 let text = match &b.predicate {
                     Some((p, r)) => format!("{} = {}({})", k.var_name(*r), b.name, self.e(p)),
-                    None => format!("{}()  // {:?} barrier", b.name, b.scope).replace("Block", "block").replace("Grid", "grid"),
+                    None => format!("{}()  // {:?} barrier", b.name, b.scope)
+                        .replace("Block", "block")
+                        .replace("Grid", "grid"),
                 };
                 self.line(depth, &text);
             }
@@ -214,7 +230,11 @@ impl Printer<'_> {
                 } else {
                     format!("{} = ", results.join(", "))
                 };
-                let scope = if p.block_scope { "  // block collective" } else { "" };
+                let scope = if p.block_scope {
+                    "  // block collective"
+                } else {
+                    ""
+                };
                 let text = format!("{lhs}{}({}){scope}", p.kind.name(), args.join(", "));
                 self.line(depth, &text);
             }
@@ -292,17 +312,30 @@ impl Display for Kernel {
             .iter()
             .map(|p| format!("{} {}", p.ty_text, p.name))
             .collect();
-        p.line(0, &format!("kernel {}{}({})", self.name, targs, params.join(", ")));
+        p.line(
+            0,
+            &format!("kernel {}{}({})", self.name, targs, params.join(", ")),
+        );
         if let Some(lb) = &self.launch_bounds {
             let text = format!("launch_bounds {}", p.e(lb));
             p.line(1, &text);
         }
         for (i, o) in self.objects.iter().enumerate() {
             let restrict = if o.restrict { " restrict" } else { "" };
-            p.line(1, &format!("object {} #{i}: {:?} {} ({:?}){restrict}", o.name, o.space, o.elem, o.kind).to_string());
+            p.line(
+                1,
+                &format!(
+                    "object {} #{i}: {:?} {} ({:?}){restrict}",
+                    o.name, o.space, o.elem, o.kind
+                )
+                .to_string(),
+            );
         }
         for s in &self.syms {
-            p.line(1, &format!("symbol {}: {} ({:?})", s.name, ty_name(s.ty), s.kind));
+            p.line(
+                1,
+                &format!("symbol {}: {} ({:?})", s.name, ty_name(s.ty), s.kind),
+            );
         }
         p.line(0, &format!("block L{} {{", self.exit_label.0));
         p.block(&self.body, 1);

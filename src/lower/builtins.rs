@@ -18,8 +18,8 @@ use super::value::{Place, Ptr, Value};
 use super::Lowerer;
 use crate::ir::fold;
 use crate::ir::{
-    Access, AccessKind, AtomicOp, Barrier, BarrierScope, BinOp, Builtin, Dim, Expr, FloatKind, PrimKind, Primitive,
-    RangeVar, ReduceOp, ScalarTy, ShuffleKind, StmtKind, VarId,
+    Access, AccessKind, AtomicOp, Barrier, BarrierScope, BinOp, Builtin, Dim, Expr, FloatKind,
+    PrimKind, Primitive, RangeVar, ReduceOp, ScalarTy, ShuffleKind, StmtKind, VarId,
 };
 use crate::syntax::{self, named_children};
 
@@ -35,11 +35,37 @@ pub fn is_library_type(name: &str) -> bool {
     let last = name.rsplit("::").next().unwrap_or(name);
     matches!(
         last,
-        "thread_block" | "grid_group" | "thread_block_tile" | "coalesced_group" | "thread_group" | "fragment"
-            | "BlockScan" | "BlockReduce" | "BlockLoad" | "BlockStore" | "WarpReduce" | "WarpScan" | "TempStorage"
-            | "plus" | "greater" | "less" | "bit_and" | "bit_or" | "bit_xor" | "numeric_limits" | "conditional"
-            | "conditional_t" | "remove_cv_t" | "remove_const_t" | "remove_reference_t" | "decay_t" | "remove_pointer_t"
-            | "make_unsigned_t" | "make_signed_t" | "enable_if_t" | "type_identity_t"
+        "thread_block"
+            | "grid_group"
+            | "thread_block_tile"
+            | "coalesced_group"
+            | "thread_group"
+            | "fragment"
+            | "BlockScan"
+            | "BlockReduce"
+            | "BlockLoad"
+            | "BlockStore"
+            | "WarpReduce"
+            | "WarpScan"
+            | "TempStorage"
+            | "plus"
+            | "greater"
+            | "less"
+            | "bit_and"
+            | "bit_or"
+            | "bit_xor"
+            | "numeric_limits"
+            | "conditional"
+            | "conditional_t"
+            | "remove_cv_t"
+            | "remove_const_t"
+            | "remove_reference_t"
+            | "decay_t"
+            | "remove_pointer_t"
+            | "make_unsigned_t"
+            | "make_signed_t"
+            | "enable_if_t"
+            | "type_identity_t"
     )
 }
 
@@ -68,7 +94,8 @@ pub fn std_type<'u>(l: &mut Lowerer<'u>, name: &str, args: &[TArg]) -> Option<Ty
                 ty_arg(2)?
             }
         }
-        "remove_cv_t" | "remove_const_t" | "remove_volatile_t" | "type_identity_t" | "remove_cvref_t" => ty_arg(0)?,
+        "remove_cv_t" | "remove_const_t" | "remove_volatile_t" | "type_identity_t"
+        | "remove_cvref_t" => ty_arg(0)?,
         "remove_reference_t" | "decay_t" => ty_arg(0)?.strip_ref().clone(),
         "remove_pointer_t" => match ty_arg(0)? {
             Type::Ptr(p) => (*p).clone(),
@@ -106,8 +133,14 @@ pub fn std_value<'u>(l: &mut Lowerer<'u>, name: &str, args: &[TArg]) -> Option<V
         }
         "is_floating_point_v" => b(matches!(ty_arg(0)?, Type::Float(_))),
         "is_integral_v" => b(matches!(ty_arg(0)?, Type::Int { .. } | Type::Bool)),
-        "is_signed_v" => b(matches!(ty_arg(0)?, Type::Int { signed: true, .. } | Type::Float(_))),
-        "is_unsigned_v" => b(matches!(ty_arg(0)?, Type::Int { signed: false, .. } | Type::Bool)),
+        "is_signed_v" => b(matches!(
+            ty_arg(0)?,
+            Type::Int { signed: true, .. } | Type::Float(_)
+        )),
+        "is_unsigned_v" => b(matches!(
+            ty_arg(0)?,
+            Type::Int { signed: false, .. } | Type::Bool
+        )),
         "is_pointer_v" => b(matches!(ty_arg(0)?, Type::Ptr(_))),
         "is_arithmetic_v" => b(ty_arg(0)?.is_arith()),
         "is_void_v" => b(matches!(ty_arg(0)?, Type::Void)),
@@ -117,7 +150,12 @@ pub fn std_value<'u>(l: &mut Lowerer<'u>, name: &str, args: &[TArg]) -> Option<V
 
 /// Static members of library types (`std::numeric_limits<T>::max()` is a call;
 /// `std::is_same<A, B>::value` is a value).
-pub fn library_static<'u>(l: &mut Lowerer<'u>, lib: &str, args: &[TArg], member: &str) -> Option<Value> {
+pub fn library_static<'u>(
+    l: &mut Lowerer<'u>,
+    lib: &str,
+    args: &[TArg],
+    member: &str,
+) -> Option<Value> {
     let last = lib.rsplit("::").next().unwrap_or(lib);
     match (last, member) {
         (trait_name, "value") => std_value(l, &format!("{trait_name}_v"), args),
@@ -140,7 +178,12 @@ impl<'u> Lowerer<'u> {
 
     /// The lane of the thread in its warp.
     pub(super) fn lane(&self) -> Expr {
-        fold::binary(BinOp::Rem, U32, self.linear_tid(), self.cast(U32, Expr::Builtin(Builtin::WarpSize)))
+        fold::binary(
+            BinOp::Rem,
+            U32,
+            self.linear_tid(),
+            self.cast(U32, Expr::Builtin(Builtin::WarpSize)),
+        )
     }
 
     /// Variables receiving a value of `ty` (one per scalar field) and the value they form.
@@ -205,7 +248,7 @@ impl<'u> Lowerer<'u> {
             Self::flatten(a, &mut flat);
         }
         let (results, value) = match &result {
-            Some(t) => self.result_of(t, &kind.name().trim_start_matches('_').to_string(), node),
+            Some(t) => self.result_of(t, kind.name().trim_start_matches('_'), node),
             None => (Vec::new(), Value::Void),
         };
         self.emit_at(
@@ -234,23 +277,37 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A built-in function call, when `name` is one.
-    pub(super) fn builtin_call(&mut self, name: &str, explicit: &[TArg], ops: Vec<Operand>, node: Node<'u>) -> Option<Operand> {
+    pub(super) fn builtin_call(
+        &mut self,
+        name: &str,
+        explicit: &[TArg],
+        ops: Vec<Operand>,
+        node: Node<'u>,
+    ) -> Option<Operand> {
         let name = name.trim_start_matches("::");
         let last = name.rsplit("::").next().unwrap_or(name);
         // Cooperative groups and wmma free functions.
         if let Some(v) = self.library_call(name, last, explicit, &ops, node) {
             return Some(v);
         }
-        let vals: Vec<Value> = if matches!(last, "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset") {
+        let vals: Vec<Value> = if matches!(
+            last,
+            "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset"
+        ) {
             ops.iter()
                 .cloned()
                 .map(|o| match o {
-                    Operand::Place(Place::Mem(p, Type::Opaque(t))) => Value::Mem(p, Type::Opaque(t)),
+                    Operand::Place(Place::Mem(p, Type::Opaque(t))) => {
+                        Value::Mem(p, Type::Opaque(t))
+                    }
                     other => self.operand_value(other, node),
                 })
                 .collect()
         } else {
-            ops.iter().cloned().map(|o| self.operand_value(o, node)).collect()
+            ops.iter()
+                .cloned()
+                .map(|o| self.operand_value(o, node))
+                .collect()
         };
         let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
         let full_mask = Expr::int(0xffff_ffff, U32);
@@ -283,7 +340,11 @@ impl<'u> Lowerer<'u> {
             }
             // ----- warp primitives
             "__syncwarp" => {
-                let mask = if vals.is_empty() { full_mask } else { self.scalar_arg(&v(0), U32) };
+                let mask = if vals.is_empty() {
+                    full_mask
+                } else {
+                    self.scalar_arg(&v(0), U32)
+                };
                 self.primitive(PrimKind::SyncWarp, Some(mask), &[], None, None, false, node)
             }
             "__shfl_sync" | "__shfl_up_sync" | "__shfl_down_sync" | "__shfl_xor_sync" => {
@@ -298,7 +359,15 @@ impl<'u> Lowerer<'u> {
                 let lane = self.scalar_arg(&v(2), ScalarTy::I32);
                 let width = vals.get(3).map(|w| self.scalar_arg(w, ScalarTy::I32));
                 let ty = value.ty().strip_ref().clone();
-                self.primitive(PrimKind::Shuffle(kind), Some(mask), &[value, Value::Scalar(lane, Type::int(32, true))], width, Some(ty), false, node)
+                self.primitive(
+                    PrimKind::Shuffle(kind),
+                    Some(mask),
+                    &[value, Value::Scalar(lane, Type::int(32, true))],
+                    width,
+                    Some(ty),
+                    false,
+                    node,
+                )
             }
             "__shfl" | "__shfl_up" | "__shfl_down" | "__shfl_xor" => {
                 // HIP and pre-Volta CUDA: mask-less, the whole warp (wavefront).
@@ -312,7 +381,15 @@ impl<'u> Lowerer<'u> {
                 let lane = self.scalar_arg(&v(1), ScalarTy::I32);
                 let width = vals.get(2).map(|w| self.scalar_arg(w, ScalarTy::I32));
                 let ty = value.ty().strip_ref().clone();
-                self.primitive(PrimKind::Shuffle(kind), None, &[value, Value::Scalar(lane, Type::int(32, true))], width, Some(ty), false, node)
+                self.primitive(
+                    PrimKind::Shuffle(kind),
+                    None,
+                    &[value, Value::Scalar(lane, Type::int(32, true))],
+                    width,
+                    Some(ty),
+                    false,
+                    node,
+                )
             }
             "__ballot_sync" | "__any_sync" | "__all_sync" | "__uni_sync" => {
                 let kind = match last {
@@ -323,8 +400,20 @@ impl<'u> Lowerer<'u> {
                 };
                 let mask = self.scalar_arg(&v(0), U32);
                 let pred = self.truth(v(1), node);
-                let rt = if last == "__ballot_sync" { Type::int(32, false) } else { Type::int(32, true) };
-                self.primitive(kind, Some(mask), &[Value::Scalar(pred, Type::Bool)], None, Some(rt), false, node)
+                let rt = if last == "__ballot_sync" {
+                    Type::int(32, false)
+                } else {
+                    Type::int(32, true)
+                };
+                self.primitive(
+                    kind,
+                    Some(mask),
+                    &[Value::Scalar(pred, Type::Bool)],
+                    None,
+                    Some(rt),
+                    false,
+                    node,
+                )
             }
             "__ballot" | "__any" | "__all" => {
                 let kind = match last {
@@ -333,12 +422,32 @@ impl<'u> Lowerer<'u> {
                     _ => PrimKind::All,
                 };
                 let pred = self.truth(v(0), node);
-                let rt = if last == "__ballot" { Type::int(64, false) } else { Type::int(32, true) };
-                self.primitive(kind, None, &[Value::Scalar(pred, Type::Bool)], None, Some(rt), false, node)
+                let rt = if last == "__ballot" {
+                    Type::int(64, false)
+                } else {
+                    Type::int(32, true)
+                };
+                self.primitive(
+                    kind,
+                    None,
+                    &[Value::Scalar(pred, Type::Bool)],
+                    None,
+                    Some(rt),
+                    false,
+                    node,
+                )
             }
-            "__activemask" => self.primitive(PrimKind::ActiveMask, None, &[], None, Some(Type::int(32, false)), false, node),
-            "__reduce_add_sync" | "__reduce_min_sync" | "__reduce_max_sync" | "__reduce_and_sync" | "__reduce_or_sync"
-            | "__reduce_xor_sync" => {
+            "__activemask" => self.primitive(
+                PrimKind::ActiveMask,
+                None,
+                &[],
+                None,
+                Some(Type::int(32, false)),
+                false,
+                node,
+            ),
+            "__reduce_add_sync" | "__reduce_min_sync" | "__reduce_max_sync"
+            | "__reduce_and_sync" | "__reduce_or_sync" | "__reduce_xor_sync" => {
                 let op = match last {
                     "__reduce_add_sync" => ReduceOp::Add,
                     "__reduce_min_sync" => ReduceOp::Min,
@@ -350,24 +459,55 @@ impl<'u> Lowerer<'u> {
                 let mask = self.scalar_arg(&v(0), U32);
                 let value = v(1);
                 let ty = value.ty().strip_ref().clone();
-                self.primitive(PrimKind::Reduce(op), Some(mask), &[value], None, Some(ty), false, node)
+                self.primitive(
+                    PrimKind::Reduce(op),
+                    Some(mask),
+                    &[value],
+                    None,
+                    Some(ty),
+                    false,
+                    node,
+                )
             }
             "__match_any_sync" | "__match_all_sync" => {
                 let mask = self.scalar_arg(&v(0), U32);
-                let kind = if last == "__match_any_sync" { PrimKind::MatchAny } else { PrimKind::MatchAll };
-                let r = self.primitive(kind, Some(mask), &[v(1)], None, Some(Type::int(32, false)), false, node);
+                let kind = if last == "__match_any_sync" {
+                    PrimKind::MatchAny
+                } else {
+                    PrimKind::MatchAll
+                };
+                let r = self.primitive(
+                    kind,
+                    Some(mask),
+                    &[v(1)],
+                    None,
+                    Some(Type::int(32, false)),
+                    false,
+                    node,
+                );
                 if last == "__match_all_sync" {
                     if let Some(Value::Ptr(p)) = vals.get(2) {
                         let span = self.span(node);
                         let pred = self.new_var("match_pred", ScalarTy::I32, span);
-                        self.emit(StmtKind::Havoc { var: pred, reason: "__match_all_sync predicate".into() }, span);
+                        self.emit(
+                            StmtKind::Havoc {
+                                var: pred,
+                                reason: "__match_all_sync predicate".into(),
+                            },
+                            span,
+                        );
                         let place = Place::Mem(p.clone(), p.pointee.clone());
-                        self.write(&place, Value::Scalar(Expr::Var(pred), Type::int(32, true)), node);
+                        self.write(
+                            &place,
+                            Value::Scalar(Expr::Var(pred), Type::int(32, true)),
+                            node,
+                        );
                     }
                 }
                 r
             }
-            "__lanemask_lt" | "__lanemask_le" | "__lanemask_gt" | "__lanemask_ge" | "__lanemask_eq" => {
+            "__lanemask_lt" | "__lanemask_le" | "__lanemask_gt" | "__lanemask_ge"
+            | "__lanemask_eq" => {
                 let lane = self.lane();
                 let one = Expr::int(1, U32);
                 let bit = fold::binary(BinOp::Shl, U32, one.clone(), lane);
@@ -377,13 +517,19 @@ impl<'u> Lowerer<'u> {
                     "__lanemask_le" => fold::binary(BinOp::BitOr, U32, lt, bit),
                     "__lanemask_eq" => bit,
                     "__lanemask_ge" => fold::unary(crate::ir::UnOp::BitNot, U32, lt),
-                    _ => fold::unary(crate::ir::UnOp::BitNot, U32, fold::binary(BinOp::BitOr, U32, lt, bit)),
+                    _ => fold::unary(
+                        crate::ir::UnOp::BitNot,
+                        U32,
+                        fold::binary(BinOp::BitOr, U32, lt, bit),
+                    ),
                 };
                 Value::Scalar(e, Type::int(32, false))
             }
             "__laneid" => Value::Scalar(self.lane(), Type::int(32, false)),
             // ----- memory
-            a if a.starts_with("atomic") => return Some(Operand::Value(self.atomic(a, &vals, node))),
+            a if a.starts_with("atomic") => {
+                return Some(Operand::Value(self.atomic(a, &vals, node)))
+            }
             "__ldg" | "__ldca" | "__ldcg" | "__ldcs" | "__ldlu" | "__ldcv" => match v(0) {
                 Value::Ptr(p) => {
                     let place = Place::Mem(p.clone(), p.pointee.clone());
@@ -405,18 +551,31 @@ impl<'u> Lowerer<'u> {
                 let mut vals = vals.clone();
                 for (i, op) in ops.iter().enumerate().take(2) {
                     if let Operand::Place(Place::Mem(p, Type::Opaque(tn))) = op {
-                        self.assume(node, format!("`{tn}` is a buffer copied in place (its type is not known)"));
+                        self.assume(
+                            node,
+                            format!("`{tn}` is a buffer copied in place (its type is not known)"),
+                        );
                         vals[i] = Value::Ptr(p.clone());
                     }
                 }
                 self.memcpy(last.contains("memcpy"), &vals, node);
                 Value::Void
             }
-            "__cvta_generic_to_shared" | "__cvta_shared_to_generic" | "__cvta_generic_to_global" => v(0),
+            "__cvta_generic_to_shared"
+            | "__cvta_shared_to_generic"
+            | "__cvta_generic_to_global" => v(0),
             // ----- control and facts
-            "printf" | "__threadfence" | "__threadfence_block" | "__threadfence_system" | "__nanosleep" | "__prof_trigger"
-            | "cudaGridDependencySynchronize" | "cudaTriggerProgrammaticLaunchCompletion" | "__builtin_prefetch"
-            | "GGML_UNUSED" | "GGML_UNUSED_VARS" => Value::Void,
+            "printf"
+            | "__threadfence"
+            | "__threadfence_block"
+            | "__threadfence_system"
+            | "__nanosleep"
+            | "__prof_trigger"
+            | "cudaGridDependencySynchronize"
+            | "cudaTriggerProgrammaticLaunchCompletion"
+            | "__builtin_prefetch"
+            | "GGML_UNUSED"
+            | "GGML_UNUSED_VARS" => Value::Void,
             "assert" | "__builtin_assume" | "__assume" | "GGML_CUDA_ASSUME" => {
                 let c = self.truth(v(0), node);
                 self.emit_at(StmtKind::Assume(c), node);
@@ -431,28 +590,51 @@ impl<'u> Lowerer<'u> {
             "clock" | "clock64" | "__globaltimer" | "__clock" => {
                 let span = self.span(node);
                 let r = self.new_var(last, I64, span);
-                self.emit(StmtKind::Havoc { var: r, reason: last.into() }, span);
+                self.emit(
+                    StmtKind::Havoc {
+                        var: r,
+                        reason: last.into(),
+                    },
+                    span,
+                );
                 Value::Scalar(Expr::Var(r), Type::int(64, true))
             }
-            "__builtin_huge_valf" | "__builtin_inff" => Value::Scalar(Expr::Float(f64::INFINITY), f32t()),
+            "__builtin_huge_valf" | "__builtin_inff" => {
+                Value::Scalar(Expr::Float(f64::INFINITY), f32t())
+            }
             "__builtin_nanf" | "nanf" => Value::Scalar(Expr::Float(f64::NAN), f32t()),
             // ----- integer helpers with exact semantics
-            "min" | "max" | "std::min" | "std::max" | "umin" | "umax" | "llmin" | "llmax" | "ullmin" | "ullmax"
-                if vals.len() == 2 && vals.iter().all(|x| matches!(x.ty(), Type::Int { .. } | Type::Bool | Type::Enum { .. })) =>
+            "min" | "max" | "std::min" | "std::max" | "umin" | "umax" | "llmin" | "llmax"
+            | "ullmin" | "ullmax"
+                if vals.len() == 2
+                    && vals.iter().all(|x| {
+                        matches!(x.ty(), Type::Int { .. } | Type::Bool | Type::Enum { .. })
+                    }) =>
             {
                 let (Value::Scalar(a, ta), Value::Scalar(b, tb)) = (v(0), v(1)) else {
                     return None;
                 };
                 let ct = common_type(&ta, &tb);
                 let st = ct.scalar();
-                let op = if last.contains("min") { BinOp::Min } else { BinOp::Max };
+                let op = if last.contains("min") {
+                    BinOp::Min
+                } else {
+                    BinOp::Max
+                };
                 Value::Scalar(fold::binary(op, st, self.cast(st, a), self.cast(st, b)), ct)
             }
-            "abs" | "llabs" | "labs" if vals.len() == 1 && matches!(v(0).ty(), Type::Int { .. }) => {
-                let Value::Scalar(a, t) = v(0) else { return None };
+            "abs" | "llabs" | "labs"
+                if vals.len() == 1 && matches!(v(0).ty(), Type::Int { .. }) =>
+            {
+                let Value::Scalar(a, t) = v(0) else {
+                    return None;
+                };
                 let st = t.scalar();
                 let neg = fold::binary(BinOp::Lt, st, a.clone(), Expr::int(0, st));
-                Value::Scalar(fold::select(neg, fold::unary(crate::ir::UnOp::Neg, st, a.clone()), a), t)
+                Value::Scalar(
+                    fold::select(neg, fold::unary(crate::ir::UnOp::Neg, st, a.clone()), a),
+                    t,
+                )
             }
             n if n.starts_with("make_") => {
                 let tname = &n["make_".len()..];
@@ -463,8 +645,13 @@ impl<'u> Lowerer<'u> {
             _ => {
                 let rt = math_result(last, &vals)?;
                 // A pure function: no pointer may reach memory through it.
-                if vals.iter().any(|x| matches!(x, Value::Ptr(_) | Value::Mem(..))) {
-                    return Some(Operand::Value(self.unknown_value(node, format!("`{last}` with a pointer argument"))));
+                if vals
+                    .iter()
+                    .any(|x| matches!(x, Value::Ptr(_) | Value::Mem(..)))
+                {
+                    return Some(Operand::Value(
+                        self.unknown_value(node, format!("`{last}` with a pointer argument")),
+                    ));
                 }
                 let mut args = Vec::new();
                 for x in &vals {
@@ -487,7 +674,10 @@ impl<'u> Lowerer<'u> {
                     }
                     t => {
                         let folded = fold_math(last, &args);
-                        Value::Scalar(folded.unwrap_or(Expr::Opaque(op, t.scalar(), args)), t.clone())
+                        Value::Scalar(
+                            folded.unwrap_or(Expr::Opaque(op, t.scalar(), args)),
+                            t.clone(),
+                        )
                     }
                 }
             }
@@ -522,9 +712,15 @@ impl<'u> Lowerer<'u> {
         };
         let ty = p.pointee.clone();
         let width = self.size_expr(&ty);
-        let value = vals.get(if op == AtomicOp::Cas { 2 } else { 1 }).and_then(|v| v.expr().cloned());
+        let value = vals
+            .get(if op == AtomicOp::Cas { 2 } else { 1 })
+            .and_then(|v| v.expr().cloned());
         let span = self.span(node);
-        let st = if ty.scalar() == ScalarTy::Opaque { ScalarTy::Opaque } else { ty.scalar() };
+        let st = if ty.scalar() == ScalarTy::Opaque {
+            ScalarTy::Opaque
+        } else {
+            ty.scalar()
+        };
         let result = self.new_var("atomic", st, span);
         self.emit(
             StmtKind::Access(Access {
@@ -608,25 +804,57 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Free functions of cooperative groups and wmma.
-    fn library_call(&mut self, name: &str, last: &str, explicit: &[TArg], ops: &[Operand], node: Node<'u>) -> Option<Operand> {
-        let in_cg = name.contains("cooperative_groups") || name.starts_with("cg::") || !name.contains("::");
+    fn library_call(
+        &mut self,
+        name: &str,
+        last: &str,
+        explicit: &[TArg],
+        ops: &[Operand],
+        node: Node<'u>,
+    ) -> Option<Operand> {
+        let in_cg =
+            name.contains("cooperative_groups") || name.starts_with("cg::") || !name.contains("::");
         let in_wmma = name.contains("wmma") || !name.contains("::");
         let value = match last {
-            "this_thread_block" if in_cg => Self::lib_value("cooperative_groups::thread_block", vec![], vec![]),
-            "this_grid" if in_cg => Self::lib_value("cooperative_groups::grid_group", vec![], vec![]),
-            "this_thread" if in_cg => Self::lib_value("cooperative_groups::thread_block_tile", vec![TArg::Value(CVal::Int(1, U32))], vec![]),
+            "this_thread_block" if in_cg => {
+                Self::lib_value("cooperative_groups::thread_block", vec![], vec![])
+            }
+            "this_grid" if in_cg => {
+                Self::lib_value("cooperative_groups::grid_group", vec![], vec![])
+            }
+            "this_thread" if in_cg => Self::lib_value(
+                "cooperative_groups::thread_block_tile",
+                vec![TArg::Value(CVal::Int(1, U32))],
+                vec![],
+            ),
             "tiled_partition" if in_cg => {
                 let size = match explicit.first() {
                     Some(TArg::Value(CVal::Int(n, _))) => *n,
                     _ => match ops.get(1).cloned().map(|o| self.operand_value(o, node)) {
                         Some(Value::Scalar(Expr::Int(n, _), _)) => n,
-                        _ => return Some(Operand::Value(self.unknown_value(node, "tiled_partition of a size not known"))),
+                        _ => {
+                            return Some(Operand::Value(
+                                self.unknown_value(node, "tiled_partition of a size not known"),
+                            ))
+                        }
                     },
                 };
-                Self::lib_value("cooperative_groups::thread_block_tile", vec![TArg::Value(CVal::Int(size, U32))], vec![])
+                Self::lib_value(
+                    "cooperative_groups::thread_block_tile",
+                    vec![TArg::Value(CVal::Int(size, U32))],
+                    vec![],
+                )
             }
             "coalesced_threads" if in_cg => {
-                let m = self.primitive(PrimKind::ActiveMask, None, &[], None, Some(Type::int(32, false)), false, node);
+                let m = self.primitive(
+                    PrimKind::ActiveMask,
+                    None,
+                    &[],
+                    None,
+                    Some(Type::int(32, false)),
+                    false,
+                    node,
+                );
                 Self::lib_value("cooperative_groups::coalesced_group", vec![], vec![m])
             }
             "sync" if in_cg && name.contains("::") => {
@@ -637,8 +865,16 @@ impl<'u> Lowerer<'u> {
                 }));
             }
             "reduce" if in_cg && name.contains("::") => {
-                let group = ops.first().cloned().map(|o| self.operand_value(o, node)).unwrap_or(Value::Void);
-                let value = ops.get(1).cloned().map(|o| self.operand_value(o, node)).unwrap_or(Value::Void);
+                let group = ops
+                    .first()
+                    .cloned()
+                    .map(|o| self.operand_value(o, node))
+                    .unwrap_or(Value::Void);
+                let value = ops
+                    .get(1)
+                    .cloned()
+                    .map(|o| self.operand_value(o, node))
+                    .unwrap_or(Value::Void);
                 let op_ty = ops.get(2).map(|o| o.ty()).unwrap_or(Type::Void);
                 let op = match op_ty.display().rsplit("::").next().unwrap_or("") {
                     s if s.starts_with("greater") => ReduceOp::Max,
@@ -650,15 +886,40 @@ impl<'u> Lowerer<'u> {
                 };
                 let (mask, width) = self.group_shape(&group);
                 let ty = value.ty();
-                return Some(Operand::Value(self.primitive(PrimKind::Reduce(op), mask, &[value], width, Some(ty), false, node)));
+                return Some(Operand::Value(self.primitive(
+                    PrimKind::Reduce(op),
+                    mask,
+                    &[value],
+                    width,
+                    Some(ty),
+                    false,
+                    node,
+                )));
             }
             "fill_fragment" if in_wmma => Value::Void,
             "load_matrix_sync" | "store_matrix_sync" if in_wmma => {
-                return Some(Operand::Value(self.wmma_memory(last == "store_matrix_sync", ops, node)));
+                return Some(Operand::Value(self.wmma_memory(
+                    last == "store_matrix_sync",
+                    ops,
+                    node,
+                )));
             }
             "mma_sync" if in_wmma && name.contains("wmma") => {
-                let vals: Vec<Value> = ops.iter().skip(1).cloned().map(|o| self.operand_value(o, node)).collect();
-                self.primitive(PrimKind::Matrix("wmma::mma_sync".into()), None, &vals, None, None, false, node)
+                let vals: Vec<Value> = ops
+                    .iter()
+                    .skip(1)
+                    .cloned()
+                    .map(|o| self.operand_value(o, node))
+                    .collect();
+                self.primitive(
+                    PrimKind::Matrix("wmma::mma_sync".into()),
+                    None,
+                    &vals,
+                    None,
+                    None,
+                    false,
+                    node,
+                )
             }
             _ => return None,
         };
@@ -689,9 +950,19 @@ impl<'u> Lowerer<'u> {
 
     /// A member function of a library object (`block.sync()`, `tile.shfl_xor(v, 1)`,
     /// `BlockScan(temp).InclusiveSum(x, y)`).
-    pub(super) fn library_method(&mut self, object: &Place, method: &str, ops: Vec<Operand>, node: Node<'u>) -> Operand {
+    pub(super) fn library_method(
+        &mut self,
+        object: &Place,
+        method: &str,
+        ops: Vec<Operand>,
+        node: Node<'u>,
+    ) -> Operand {
         let obj = self.read(object, node);
-        let vals: Vec<Value> = ops.iter().cloned().map(|o| self.operand_value(o, node)).collect();
+        let vals: Vec<Value> = ops
+            .iter()
+            .cloned()
+            .map(|o| self.operand_value(o, node))
+            .collect();
         let lib_name = match obj.ty() {
             Type::Lib(l) => l.name.clone(),
             _ => String::new(),
@@ -705,10 +976,18 @@ impl<'u> Lowerer<'u> {
         Operand::Value(self.group_method(&obj, method, &vals, node))
     }
 
-    fn group_method(&mut self, group: &Value, method: &str, vals: &[Value], node: Node<'u>) -> Value {
+    fn group_method(
+        &mut self,
+        group: &Value,
+        method: &str,
+        vals: &[Value],
+        node: Node<'u>,
+    ) -> Value {
         let lib = match group.ty() {
             Type::Lib(l) => l,
-            _ => return self.unknown_value(node, format!("method `{method}` of an unknown object")),
+            _ => {
+                return self.unknown_value(node, format!("method `{method}` of an unknown object"))
+            }
         };
         let kind = lib.name.rsplit("::").next().unwrap_or("").to_string();
         let u32t = Type::int(32, false);
@@ -738,7 +1017,12 @@ impl<'u> Lowerer<'u> {
             ("thread_block", "thread_rank") => Value::Scalar(self.linear_tid(), u32t),
             ("thread_block", "size" | "num_threads") => {
                 let b = |d| Expr::Builtin(Builtin::BlockDim(d));
-                let e = fold::binary(BinOp::Mul, U32, fold::binary(BinOp::Mul, U32, b(Dim::X), b(Dim::Y)), b(Dim::Z));
+                let e = fold::binary(
+                    BinOp::Mul,
+                    U32,
+                    fold::binary(BinOp::Mul, U32, b(Dim::X), b(Dim::Y)),
+                    b(Dim::Z),
+                );
                 Value::Scalar(e, u32t)
             }
             ("thread_block", "group_index") => self.builtin_dim3(Builtin::BlockIdx),
@@ -783,9 +1067,15 @@ impl<'u> Lowerer<'u> {
                 let (mask, width) = self.group_shape(group);
                 let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
                 match m {
-                    "sync" => self.primitive(PrimKind::SyncWarp, mask, &[], width, None, false, node),
-                    "thread_rank" => Value::Scalar(fold::binary(BinOp::Rem, U32, self.linear_tid(), size), u32t),
-                    "meta_group_rank" => Value::Scalar(fold::binary(BinOp::Div, U32, self.linear_tid(), size), u32t),
+                    "sync" => {
+                        self.primitive(PrimKind::SyncWarp, mask, &[], width, None, false, node)
+                    }
+                    "thread_rank" => {
+                        Value::Scalar(fold::binary(BinOp::Rem, U32, self.linear_tid(), size), u32t)
+                    }
+                    "meta_group_rank" => {
+                        Value::Scalar(fold::binary(BinOp::Div, U32, self.linear_tid(), size), u32t)
+                    }
                     "size" | "num_threads" => Value::Scalar(size, u32t),
                     "shfl" | "shfl_up" | "shfl_down" | "shfl_xor" => {
                         let kind = match m {
@@ -797,7 +1087,15 @@ impl<'u> Lowerer<'u> {
                         let value = v(0);
                         let lane = self.scalar_arg(&v(1), ScalarTy::I32);
                         let ty = value.ty();
-                        self.primitive(PrimKind::Shuffle(kind), mask, &[value, Value::Scalar(lane, Type::int(32, true))], width, Some(ty), false, node)
+                        self.primitive(
+                            PrimKind::Shuffle(kind),
+                            mask,
+                            &[value, Value::Scalar(lane, Type::int(32, true))],
+                            width,
+                            Some(ty),
+                            false,
+                            node,
+                        )
                     }
                     "any" | "all" | "ballot" => {
                         let kind = match m {
@@ -806,11 +1104,31 @@ impl<'u> Lowerer<'u> {
                             _ => PrimKind::Ballot,
                         };
                         let pred = self.truth(v(0), node);
-                        self.primitive(kind, mask, &[Value::Scalar(pred, Type::Bool)], width, Some(Type::int(32, false)), false, node)
+                        self.primitive(
+                            kind,
+                            mask,
+                            &[Value::Scalar(pred, Type::Bool)],
+                            width,
+                            Some(Type::int(32, false)),
+                            false,
+                            node,
+                        )
                     }
                     "match_any" | "match_all" => {
-                        let kind = if m == "match_any" { PrimKind::MatchAny } else { PrimKind::MatchAll };
-                        self.primitive(kind, mask, &[v(0)], width, Some(Type::int(32, false)), false, node)
+                        let kind = if m == "match_any" {
+                            PrimKind::MatchAny
+                        } else {
+                            PrimKind::MatchAll
+                        };
+                        self.primitive(
+                            kind,
+                            mask,
+                            &[v(0)],
+                            width,
+                            Some(Type::int(32, false)),
+                            false,
+                            node,
+                        )
                     }
                     _ => self.unknown_value(node, format!("cooperative-groups method `{m}`")),
                 }
@@ -822,14 +1140,24 @@ impl<'u> Lowerer<'u> {
     fn builtin_dim3(&self, f: fn(Dim) -> Builtin) -> Value {
         Value::Agg(
             named_scalar("dim3").expect("dim3 is a vector type"),
-            Dim::ALL.iter().map(|&d| Value::Scalar(Expr::Builtin(f(d)), Type::int(32, false))).collect(),
+            Dim::ALL
+                .iter()
+                .map(|&d| Value::Scalar(Expr::Builtin(f(d)), Type::int(32, false)))
+                .collect(),
         )
     }
 
     /// A CUB block collective on its temp storage: every thread writes the
     /// storage, the block synchronises (CUB's internal barrier), every thread
     /// reads it. Reusing the storage without a barrier therefore races.
-    fn cub_block_collective(&mut self, obj: &Value, lib: &str, method: &str, ops: &[Operand], node: Node<'u>) -> Value {
+    fn cub_block_collective(
+        &mut self,
+        obj: &Value,
+        lib: &str,
+        method: &str,
+        ops: &[Operand],
+        node: Node<'u>,
+    ) -> Value {
         let temp = match obj {
             Value::Agg(_, fields) => fields.first().cloned(),
             _ => None,
@@ -852,7 +1180,11 @@ impl<'u> Lowerer<'u> {
         };
         let width = self.size_expr(&temp.pointee);
         let span = self.span(node);
-        let in_val = ops.first().cloned().map(|o| self.operand_value(o, node)).unwrap_or(Value::Void);
+        let in_val = ops
+            .first()
+            .cloned()
+            .map(|o| self.operand_value(o, node))
+            .unwrap_or(Value::Void);
         let mut args = Vec::new();
         Self::flatten(&in_val, &mut args);
         self.emit(
@@ -917,7 +1249,13 @@ impl<'u> Lowerer<'u> {
     /// tile (a sound over-approximation of its share); the transposing
     /// algorithms exchange through the temp storage, synchronised within
     /// warps (`*_WARP_TRANSPOSE`) or the block (`*_TRANSPOSE`).
-    fn cub_load_store(&mut self, obj: &Value, method: &str, vals: &[Value], node: Node<'u>) -> Value {
+    fn cub_load_store(
+        &mut self,
+        obj: &Value,
+        method: &str,
+        vals: &[Value],
+        node: Node<'u>,
+    ) -> Value {
         let (lib, fields) = match obj {
             Value::Agg(Type::Lib(l), f) => (l.clone(), f.clone()),
             _ => return self.unknown_value(node, "CUB load/store object not modelled"),
@@ -925,7 +1263,9 @@ impl<'u> Lowerer<'u> {
         let loading = match method {
             "Load" => true,
             "Store" => false,
-            other => return self.unknown_value(node, format!("`{}::{other}` is not modelled", lib.name)),
+            other => {
+                return self.unknown_value(node, format!("`{}::{other}` is not modelled", lib.name))
+            }
         };
         let int = |i: usize| match lib.args.get(i) {
             Some(TArg::Value(CVal::Int(n, _))) => Some(*n),
@@ -933,7 +1273,10 @@ impl<'u> Lowerer<'u> {
         };
         let elem = match lib.args.first() {
             Some(TArg::Type(t)) => t.clone(),
-            _ => return self.unknown_value(node, format!("`{}` of an unknown element type", lib.name)),
+            _ => {
+                return self
+                    .unknown_value(node, format!("`{}` of an unknown element type", lib.name))
+            }
         };
         let (Some(threads), Some(items)) = (int(1), int(2)) else {
             return self.unknown_value(node, format!("`{}` of an unknown tile size", lib.name));
@@ -943,11 +1286,25 @@ impl<'u> Lowerer<'u> {
             return self.unknown_value(node, format!("`{}::{method}` on a non-pointer", lib.name));
         };
         let Some(object) = buffer.object else {
-            return self.unknown_value(node, format!("`{}::{method}` through an unknown pointer", lib.name));
+            return self.unknown_value(
+                node,
+                format!("`{}::{method}` through an unknown pointer", lib.name),
+            );
         };
         let span = self.span(node);
-        let name = format!("cub::{}::{method}", lib.name.rsplit("::").next().unwrap_or(&lib.name));
-        self.primitive(PrimKind::Library(name.clone()), None, &[], None, None, true, node);
+        let name = format!(
+            "cub::{}::{method}",
+            lib.name.rsplit("::").next().unwrap_or(&lib.name)
+        );
+        self.primitive(
+            PrimKind::Library(name.clone()),
+            None,
+            &[],
+            None,
+            None,
+            true,
+            node,
+        );
         let esize = self.size_expr(&elem);
         let tile = |l: &mut Self, kind: AccessKind| {
             let r = l.new_var("item", ScalarTy::I64, span);
@@ -957,7 +1314,11 @@ impl<'u> Lowerer<'u> {
                 buffer.offset.clone(),
                 fold::binary(BinOp::Mul, I64, Expr::Var(r), l.cast(I64, esize.clone())),
             );
-            let result = if kind == AccessKind::Read { Some(l.new_var("cub_item", ScalarTy::Opaque, span)) } else { None };
+            let result = if kind == AccessKind::Read {
+                Some(l.new_var("cub_item", ScalarTy::Opaque, span))
+            } else {
+                None
+            };
             l.emit(
                 StmtKind::Access(Access {
                     object,
@@ -1003,7 +1364,15 @@ impl<'u> Lowerer<'u> {
                 span,
             );
             if algorithm.contains("WARP_TRANSPOSE") {
-                self.primitive(PrimKind::SyncWarp, Some(Expr::int(0xffff_ffff, U32)), &[], None, None, false, node);
+                self.primitive(
+                    PrimKind::SyncWarp,
+                    Some(Expr::int(0xffff_ffff, U32)),
+                    &[],
+                    None,
+                    None,
+                    false,
+                    node,
+                );
             } else {
                 self.emit(
                     StmtKind::Barrier(Barrier {
@@ -1038,7 +1407,11 @@ impl<'u> Lowerer<'u> {
     /// `wmma::load_matrix_sync(frag, ptr, ldm)` / `store_matrix_sync(ptr, frag, ldm, layout)`:
     /// the warp reads or writes the whole tile.
     fn wmma_memory(&mut self, store: bool, ops: &[Operand], node: Node<'u>) -> Value {
-        let (frag_op, ptr_op) = if store { (ops.get(1), ops.first()) } else { (ops.first(), ops.get(1)) };
+        let (frag_op, ptr_op) = if store {
+            (ops.get(1), ops.first())
+        } else {
+            (ops.first(), ops.get(1))
+        };
         let frag_ty = frag_op.map(|o| o.ty()).unwrap_or(Type::Void);
         let ptr = ptr_op.cloned().map(|o| self.operand_value(o, node));
         let ldm = ops.get(2).cloned().map(|o| self.operand_value(o, node));
@@ -1086,7 +1459,12 @@ impl<'u> Lowerer<'u> {
             fold::binary(BinOp::Mul, I64, Expr::Var(r), self.cast(I64, ldm)),
             Expr::Var(c),
         );
-        let offset = fold::binary(BinOp::Add, I64, ptr.offset, fold::binary(BinOp::Mul, I64, idx, self.cast(I64, esize.clone())));
+        let offset = fold::binary(
+            BinOp::Add,
+            I64,
+            ptr.offset,
+            fold::binary(BinOp::Mul, I64, idx, self.cast(I64, esize.clone())),
+        );
         let extent = rows.max(cols);
         let ranges = vec![
             RangeVar {
@@ -1100,13 +1478,33 @@ impl<'u> Lowerer<'u> {
                 hi: Expr::int(extent, I64),
             },
         ];
-        let name = if store { "wmma::store_matrix_sync" } else { "wmma::load_matrix_sync" };
-        self.primitive(PrimKind::Matrix(name.into()), None, &[], None, None, false, node);
-        let result = if store { None } else { Some(self.new_var("frag", ScalarTy::Opaque, span)) };
+        let name = if store {
+            "wmma::store_matrix_sync"
+        } else {
+            "wmma::load_matrix_sync"
+        };
+        self.primitive(
+            PrimKind::Matrix(name.into()),
+            None,
+            &[],
+            None,
+            None,
+            false,
+            node,
+        );
+        let result = if store {
+            None
+        } else {
+            Some(self.new_var("frag", ScalarTy::Opaque, span))
+        };
         self.emit(
             StmtKind::Access(Access {
                 object,
-                kind: if store { AccessKind::Write } else { AccessKind::Read },
+                kind: if store {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                },
                 offset,
                 width: esize,
                 value: None,
@@ -1162,11 +1560,18 @@ impl<'u> Lowerer<'u> {
         }
         let n_outputs = outputs.len();
         // Operand numbering: outputs first, then inputs.
-        let input_at = |k: usize| -> Option<&Value> { k.checked_sub(n_outputs).and_then(|i| input_vals.get(i)) };
+        let input_at = |k: usize| -> Option<&Value> {
+            k.checked_sub(n_outputs).and_then(|i| input_vals.get(i))
+        };
         let memory_operands = memory_operand_indices(&instr);
-        if first_word.starts_with("mma.sync") || first_word.starts_with("movmatrix") || first_word.starts_with("wgmma") {
+        if first_word.starts_with("mma.sync")
+            || first_word.starts_with("movmatrix")
+            || first_word.starts_with("wgmma")
+        {
             let span = self.span(node);
-            let results: Vec<VarId> = (0..n_outputs).map(|i| self.new_var(&format!("mma{i}"), ScalarTy::Opaque, span)).collect();
+            let results: Vec<VarId> = (0..n_outputs)
+                .map(|i| self.new_var(&format!("mma{i}"), ScalarTy::Opaque, span))
+                .collect();
             self.emit(
                 StmtKind::Primitive(Primitive {
                     kind: PrimKind::Matrix(first_word.clone()),
@@ -1183,7 +1588,9 @@ impl<'u> Lowerer<'u> {
         }
         if first_word.starts_with("ldmatrix") {
             let span = self.span(node);
-            let results: Vec<VarId> = (0..n_outputs).map(|i| self.new_var(&format!("ldm{i}"), ScalarTy::Opaque, span)).collect();
+            let results: Vec<VarId> = (0..n_outputs)
+                .map(|i| self.new_var(&format!("ldm{i}"), ScalarTy::Opaque, span))
+                .collect();
             self.emit(
                 StmtKind::Primitive(Primitive {
                     kind: PrimKind::Matrix(first_word.clone()),
@@ -1233,7 +1640,9 @@ impl<'u> Lowerer<'u> {
             let (dst, src) = (input_at(*dst_k).cloned(), input_at(*src_k).cloned());
             let span = self.span(node);
             match (dst, src) {
-                (Some(Value::Ptr(d)), Some(Value::Ptr(s))) if d.object.is_some() && s.object.is_some() => {
+                (Some(Value::Ptr(d)), Some(Value::Ptr(s)))
+                    if d.object.is_some() && s.object.is_some() =>
+                {
                     let r = self.new_var("cp_async", ScalarTy::Opaque, span);
                     self.emit(
                         StmtKind::Access(Access {
@@ -1266,9 +1675,17 @@ impl<'u> Lowerer<'u> {
             }
             return;
         }
-        if !memory_operands.is_empty() || clobbers_memory || instr.contains("bar.") || instr.contains("shfl") || instr.contains("vote") {
+        if !memory_operands.is_empty()
+            || clobbers_memory
+            || instr.contains("bar.")
+            || instr.contains("shfl")
+            || instr.contains("vote")
+        {
             let short: String = instr.chars().take(48).collect();
-            self.unknown(node, format!("inline assembly that may touch memory or synchronise: `{short}`"));
+            self.unknown(
+                node,
+                format!("inline assembly that may touch memory or synchronise: `{short}`"),
+            );
             return;
         }
         // Register-only: outputs are opaque functions of the inputs.
@@ -1279,7 +1696,13 @@ impl<'u> Lowerer<'u> {
                 let v = self.new_var(&format!("asm{i}"), ScalarTy::Opaque, span);
                 let mut a = args.clone();
                 a.push(Expr::int(i as i128, ScalarTy::I32));
-                self.emit(StmtKind::Assign { var: v, value: Expr::Opaque(op, ScalarTy::Opaque, a) }, span);
+                self.emit(
+                    StmtKind::Assign {
+                        var: v,
+                        value: Expr::Opaque(op, ScalarTy::Opaque, a),
+                    },
+                    span,
+                );
                 v
             })
             .collect();
@@ -1353,60 +1776,149 @@ fn math_result(name: &str, args: &[Value]) -> Option<Type> {
     let bf16 = Type::Float(FloatKind::BFloat16);
     let vec = |n: &str| named_scalar(n);
     Some(match name {
-        "expf" | "exp2f" | "exp10f" | "logf" | "log2f" | "log10f" | "log1pf" | "expm1f" | "sqrtf" | "rsqrtf" | "cbrtf"
-        | "fabsf" | "fmaxf" | "fminf" | "powf" | "tanhf" | "sinhf" | "coshf" | "erff" | "erfcf" | "sinf" | "cosf"
-        | "tanf" | "asinf" | "acosf" | "atanf" | "atan2f" | "floorf" | "ceilf" | "roundf" | "truncf" | "rintf"
-        | "nearbyintf" | "fmaf" | "fmodf" | "remainderf" | "copysignf" | "hypotf" | "ldexpf" | "scalbnf" | "__expf"
-        | "__exp10f" | "__logf" | "__log2f" | "__log10f" | "__powf" | "__sinf" | "__cosf" | "__tanf" | "__fdividef"
-        | "__frcp_rn" | "__fsqrt_rn" | "__fmaf_rn" | "__fadd_rn" | "__fmul_rn" | "__fsub_rn" | "__fdiv_rn" | "__saturatef"
-        | "__int2float_rn" | "__uint2float_rn" | "__ll2float_rn" | "__int_as_float" | "__uint_as_float" | "__half2float"
-        | "__low2float" | "__high2float" | "__bfloat162float" | "__internal_float_as_int" | "normf" | "rnormf"
-        | "__fmul_rz" | "__frsqrt_rn" | "lgammaf" | "tgammaf" | "fdimf" | "__fmaf_rz" | "__float_simpl_sinf" => f32,
-        "exp" | "log" | "sqrt" | "pow" | "tanh" | "fabs" | "floor" | "ceil" | "fmax" | "fmin" | "erf" | "sin" | "cos"
-        | "round" | "trunc" | "exp2" | "log2" | "rsqrt" | "fma" => match first {
-            Some(t @ Type::Float(_)) => t,
-            _ => Type::Float(FloatKind::F64),
-        },
+        "expf"
+        | "exp2f"
+        | "exp10f"
+        | "logf"
+        | "log2f"
+        | "log10f"
+        | "log1pf"
+        | "expm1f"
+        | "sqrtf"
+        | "rsqrtf"
+        | "cbrtf"
+        | "fabsf"
+        | "fmaxf"
+        | "fminf"
+        | "powf"
+        | "tanhf"
+        | "sinhf"
+        | "coshf"
+        | "erff"
+        | "erfcf"
+        | "sinf"
+        | "cosf"
+        | "tanf"
+        | "asinf"
+        | "acosf"
+        | "atanf"
+        | "atan2f"
+        | "floorf"
+        | "ceilf"
+        | "roundf"
+        | "truncf"
+        | "rintf"
+        | "nearbyintf"
+        | "fmaf"
+        | "fmodf"
+        | "remainderf"
+        | "copysignf"
+        | "hypotf"
+        | "ldexpf"
+        | "scalbnf"
+        | "__expf"
+        | "__exp10f"
+        | "__logf"
+        | "__log2f"
+        | "__log10f"
+        | "__powf"
+        | "__sinf"
+        | "__cosf"
+        | "__tanf"
+        | "__fdividef"
+        | "__frcp_rn"
+        | "__fsqrt_rn"
+        | "__fmaf_rn"
+        | "__fadd_rn"
+        | "__fmul_rn"
+        | "__fsub_rn"
+        | "__fdiv_rn"
+        | "__saturatef"
+        | "__int2float_rn"
+        | "__uint2float_rn"
+        | "__ll2float_rn"
+        | "__int_as_float"
+        | "__uint_as_float"
+        | "__half2float"
+        | "__low2float"
+        | "__high2float"
+        | "__bfloat162float"
+        | "__internal_float_as_int"
+        | "normf"
+        | "rnormf"
+        | "__fmul_rz"
+        | "__frsqrt_rn"
+        | "lgammaf"
+        | "tgammaf"
+        | "fdimf"
+        | "__fmaf_rz"
+        | "__float_simpl_sinf" => f32,
+        "exp" | "log" | "sqrt" | "pow" | "tanh" | "fabs" | "floor" | "ceil" | "fmax" | "fmin"
+        | "erf" | "sin" | "cos" | "round" | "trunc" | "exp2" | "log2" | "rsqrt" | "fma" => {
+            match first {
+                Some(t @ Type::Float(_)) => t,
+                _ => Type::Float(FloatKind::F64),
+            }
+        }
         "max" | "min" | "abs" | "std::abs" => match (args.first(), args.get(1)) {
             (Some(a), Some(b)) => common_type(&a.ty(), &b.ty()),
             (Some(a), None) => a.ty(),
             _ => f32,
         },
-        "isnan" | "isinf" | "isfinite" | "signbit" | "__isnanf" | "__isinff" | "__hisnan" | "__hisinf" | "__hgt" | "__hlt"
-        | "__heq" | "__hge" | "__hle" | "__hne" | "__hbgt2" | "__hbeq2" | "__hblt2" | "__hbge2" | "__hble2" | "__hbne2" => {
-            Type::Bool
-        }
-        "__float2half" | "__float2half_rn" | "__float2half_rz" | "__hadd" | "__hsub" | "__hmul" | "__hdiv" | "__hneg"
-        | "__habs" | "__hmax" | "__hmin" | "__hfma" | "__low2half" | "__high2half" | "__ushort_as_half" | "__short_as_half"
-        | "__int2half_rn" | "__uint2half_rn" | "hexp" | "hlog" | "hsqrt" | "hrsqrt" | "__hmax_nan" | "__double2half" => half,
-        "__float2bfloat16" | "__float2bfloat16_rn" | "__low2bfloat16" | "__high2bfloat16" | "__ushort_as_bfloat16"
+        "isnan" | "isinf" | "isfinite" | "signbit" | "__isnanf" | "__isinff" | "__hisnan"
+        | "__hisinf" | "__hgt" | "__hlt" | "__heq" | "__hge" | "__hle" | "__hne" | "__hbgt2"
+        | "__hbeq2" | "__hblt2" | "__hbge2" | "__hble2" | "__hbne2" => Type::Bool,
+        "__float2half" | "__float2half_rn" | "__float2half_rz" | "__hadd" | "__hsub" | "__hmul"
+        | "__hdiv" | "__hneg" | "__habs" | "__hmax" | "__hmin" | "__hfma" | "__low2half"
+        | "__high2half" | "__ushort_as_half" | "__short_as_half" | "__int2half_rn"
+        | "__uint2half_rn" | "hexp" | "hlog" | "hsqrt" | "hrsqrt" | "__hmax_nan"
+        | "__double2half" => half,
+        "__float2bfloat16"
+        | "__float2bfloat16_rn"
+        | "__low2bfloat16"
+        | "__high2bfloat16"
+        | "__ushort_as_bfloat16"
         | "__double2bfloat16" => bf16,
-        "__hadd2" | "__hsub2" | "__hmul2" | "__h2div" | "__hneg2" | "__habs2" | "__hfma2" | "__hmax2" | "__hmin2"
-        | "__floats2half2_rn" | "__float22half2_rn" | "__float2half2_rn" | "__halves2half2" | "__lows2half2"
-        | "__highs2half2" | "__lowhigh2highlow" | "h2exp" | "h2log" | "h2sqrt" | "h2rsqrt" | "__hgt2" | "__hlt2"
-        | "__heq2" | "__hge2" | "__hle2" | "__hne2" | "__half2half2" | "__low2half2" | "__high2half2" | "__hmax2_nan" => {
-            vec("half2")?
-        }
-        "__floats2bfloat162_rn" | "__float22bfloat162_rn" | "__halves2bfloat162" | "__bfloat162bfloat162"
-        | "__lows2bfloat162" | "__highs2bfloat162" => vec("nv_bfloat162")?,
+        "__hadd2" | "__hsub2" | "__hmul2" | "__h2div" | "__hneg2" | "__habs2" | "__hfma2"
+        | "__hmax2" | "__hmin2" | "__floats2half2_rn" | "__float22half2_rn"
+        | "__float2half2_rn" | "__halves2half2" | "__lows2half2" | "__highs2half2"
+        | "__lowhigh2highlow" | "h2exp" | "h2log" | "h2sqrt" | "h2rsqrt" | "__hgt2" | "__hlt2"
+        | "__heq2" | "__hge2" | "__hle2" | "__hne2" | "__half2half2" | "__low2half2"
+        | "__high2half2" | "__hmax2_nan" => vec("half2")?,
+        "__floats2bfloat162_rn"
+        | "__float22bfloat162_rn"
+        | "__halves2bfloat162"
+        | "__bfloat162bfloat162"
+        | "__lows2bfloat162"
+        | "__highs2bfloat162" => vec("nv_bfloat162")?,
         "__half22float2" | "__bfloat1622float2" => vec("float2")?,
-        "__float_as_int" | "__float2int_rn" | "__float2int_rz" | "__float2int_rd" | "__float2int_ru" | "__popc" | "__popcll"
-        | "__clz" | "__clzll" | "__ffs" | "__ffsll" | "__dp4a" | "__dp2a_lo" | "__dp2a_hi" | "__mul24" | "__mulhi"
-        | "__half2int_rn" | "__half2int_rz" | "__hisinf_int" | "__double2int_rn" | "__iAtomicAdd" | "__sad" | "__rhadd"
-        | "__hadd_int" | "__float2int" => Type::int(32, true),
-        "__float_as_uint" | "__float2uint_rn" | "__float2uint_rz" | "__brev" | "__byte_perm" | "__funnelshift_l"
-        | "__funnelshift_r" | "__funnelshift_lc" | "__funnelshift_rc" | "__umul24" | "__umulhi" | "__usad" | "__vabsdiffu4"
-        | "__vabsdiffs4" | "__vsub4" | "__vadd4" | "__vsubss4" | "__vaddss4" | "__vsubus4" | "__vaddus4" | "__vcmpeq4"
-        | "__vcmpne4" | "__vcmpgtu4" | "__vcmpltu4" | "__vcmpges4" | "__vmaxu4" | "__vminu4" | "__vmaxs4" | "__vmins4"
-        | "__vabs4" | "__vneg4" | "__vsub2" | "__vadd2" | "__hgt2_mask" | "__hlt2_mask" | "__heq2_mask" | "__hne2_mask"
-        | "__vsetgtu4" | "__vsetltu4" | "__vseteq4" | "__vcmpgts4" | "__vhaddu4" | "__vavgu4" => Type::int(32, false),
+        "__float_as_int" | "__float2int_rn" | "__float2int_rz" | "__float2int_rd"
+        | "__float2int_ru" | "__popc" | "__popcll" | "__clz" | "__clzll" | "__ffs" | "__ffsll"
+        | "__dp4a" | "__dp2a_lo" | "__dp2a_hi" | "__mul24" | "__mulhi" | "__half2int_rn"
+        | "__half2int_rz" | "__hisinf_int" | "__double2int_rn" | "__iAtomicAdd" | "__sad"
+        | "__rhadd" | "__hadd_int" | "__float2int" => Type::int(32, true),
+        "__float_as_uint" | "__float2uint_rn" | "__float2uint_rz" | "__brev" | "__byte_perm"
+        | "__funnelshift_l" | "__funnelshift_r" | "__funnelshift_lc" | "__funnelshift_rc"
+        | "__umul24" | "__umulhi" | "__usad" | "__vabsdiffu4" | "__vabsdiffs4" | "__vsub4"
+        | "__vadd4" | "__vsubss4" | "__vaddss4" | "__vsubus4" | "__vaddus4" | "__vcmpeq4"
+        | "__vcmpne4" | "__vcmpgtu4" | "__vcmpltu4" | "__vcmpges4" | "__vmaxu4" | "__vminu4"
+        | "__vmaxs4" | "__vmins4" | "__vabs4" | "__vneg4" | "__vsub2" | "__vadd2"
+        | "__hgt2_mask" | "__hlt2_mask" | "__heq2_mask" | "__hne2_mask" | "__vsetgtu4"
+        | "__vsetltu4" | "__vseteq4" | "__vcmpgts4" | "__vhaddu4" | "__vavgu4" => {
+            Type::int(32, false)
+        }
         "__half_as_short" | "__bfloat16_as_short" => Type::int(16, true),
         "__half_as_ushort" | "__bfloat16_as_ushort" => Type::int(16, false),
         "__double_as_longlong" | "__float2ll_rn" | "__brevll" => Type::int(64, true),
         "__longlong_as_double" | "__ll2double_rn" => Type::Float(FloatKind::F64),
         n if n.starts_with("__builtin_amdgcn") => Type::int(32, true),
-        n if n.starts_with("__h") || n.starts_with("__float") || n.starts_with("__half") || n.starts_with("__int")
-            || n.starts_with("__uint") || n.starts_with("__bfloat") || n.starts_with("__v") =>
+        n if n.starts_with("__h")
+            || n.starts_with("__float")
+            || n.starts_with("__half")
+            || n.starts_with("__int")
+            || n.starts_with("__uint")
+            || n.starts_with("__bfloat")
+            || n.starts_with("__v") =>
         {
             first.unwrap_or(f32)
         }
@@ -1423,7 +1935,14 @@ fn fold_math(name: &str, args: &[Expr]) -> Option<Expr> {
         ("__popc", [x]) => Expr::int((*x as u32).count_ones() as i128, i32t),
         ("__popcll", [x]) => Expr::int((*x as u64).count_ones() as i128, i32t),
         ("__clz", [x]) => Expr::int((*x as u32).leading_zeros() as i128, i32t),
-        ("__ffs", [x]) => Expr::int(if *x as u32 == 0 { 0 } else { (*x as u32).trailing_zeros() as i128 + 1 }, i32t),
+        ("__ffs", [x]) => Expr::int(
+            if *x as u32 == 0 {
+                0
+            } else {
+                (*x as u32).trailing_zeros() as i128 + 1
+            },
+            i32t,
+        ),
         _ => return None,
     })
 }

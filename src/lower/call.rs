@@ -50,8 +50,12 @@ pub(super) fn template_param_name(frag: &Fragment, p: Node) -> Option<String> {
             .into_iter()
             .find(|c| c.kind() == "type_identifier")
             .map(|n| syntax::text(frag, n).to_string()),
-        "optional_type_parameter_declaration" => p.field("name").map(|n| syntax::text(frag, n).to_string()),
-        "parameter_declaration" | "optional_parameter_declaration" | "variadic_parameter_declaration" => p
+        "optional_type_parameter_declaration" => {
+            p.field("name").map(|n| syntax::text(frag, n).to_string())
+        }
+        "parameter_declaration"
+        | "optional_parameter_declaration"
+        | "variadic_parameter_declaration" => p
             .field("declarator")
             .and_then(|d| declarator_name(frag, d))
             .map(|(n, _)| n),
@@ -66,7 +70,9 @@ pub(super) fn template_param_name(frag: &Fragment, p: Node) -> Option<String> {
 
 /// The name of the template a parameter list belongs to (for symbol names).
 fn owner_name(frag: &Fragment, params: Node) -> String {
-    let Some(decl) = params.parent() else { return String::new() };
+    let Some(decl) = params.parent() else {
+        return String::new();
+    };
     for child in named_children(decl) {
         if let Some(d) = child.field("declarator") {
             if let Some((n, _)) = declarator_name(frag, d) {
@@ -81,7 +87,10 @@ fn owner_name(frag: &Fragment, params: Node) -> String {
 }
 
 fn is_variadic_param(p: Node) -> bool {
-    matches!(p.kind(), "variadic_type_parameter_declaration" | "variadic_parameter_declaration")
+    matches!(
+        p.kind(),
+        "variadic_type_parameter_declaration" | "variadic_parameter_declaration"
+    )
 }
 
 /// A function's parameter declarations.
@@ -96,8 +105,12 @@ fn function_params<'u>(function: Node<'u>) -> Option<Vec<Node<'u>>> {
                     .filter(|p| {
                         matches!(
                             p.kind(),
-                            "parameter_declaration" | "optional_parameter_declaration" | "variadic_parameter_declaration"
-                        ) && !(p.kind() == "parameter_declaration" && p.field("declarator").is_none() && is_void(*p))
+                            "parameter_declaration"
+                                | "optional_parameter_declaration"
+                                | "variadic_parameter_declaration"
+                        ) && !(p.kind() == "parameter_declaration"
+                            && p.field("declarator").is_none()
+                            && is_void(*p))
                     })
                     .collect(),
             );
@@ -109,7 +122,8 @@ fn function_params<'u>(function: Node<'u>) -> Option<Vec<Node<'u>>> {
 
 /// `f(void)`.
 fn is_void(p: Node) -> bool {
-    p.field("type").is_some_and(|t| t.kind() == "primitive_type" && t.end_byte() - t.start_byte() == 4)
+    p.field("type")
+        .is_some_and(|t| t.kind() == "primitive_type" && t.end_byte() - t.start_byte() == 4)
         && p.child_count() == 1
 }
 
@@ -132,7 +146,8 @@ impl<'u> Lowerer<'u> {
             let Some(name) = template_param_name(ctx.frag, p) else {
                 continue;
             };
-            let is_type = p.kind().contains("type_parameter") || p.kind() == "template_template_parameter_declaration";
+            let is_type = p.kind().contains("type_parameter")
+                || p.kind() == "template_template_parameter_declaration";
             if is_variadic_param(p) {
                 let rest: Vec<TArg> = explicit.get(next..).map(|r| r.to_vec()).unwrap_or_default();
                 next = explicit.len();
@@ -208,7 +223,9 @@ impl<'u> Lowerer<'u> {
     fn convert_targ(&mut self, ctx: &Ctx<'u>, p: Node<'u>, a: TArg, env: &TemplateEnv) -> TArg {
         let ty = self.template_param_type(ctx, p, env);
         match a {
-            TArg::Value(CVal::Int(v, _)) if ty == ScalarTy::Bool => TArg::Value(CVal::Int((v != 0) as i128, ty)),
+            TArg::Value(CVal::Int(v, _)) if ty == ScalarTy::Bool => {
+                TArg::Value(CVal::Int((v != 0) as i128, ty))
+            }
             TArg::Value(CVal::Int(v, _)) if ty.is_int() => TArg::Value(CVal::Int(ty.wrap(v), ty)),
             TArg::Value(CVal::Sym(s, _)) => TArg::Value(CVal::Sym(s, ty)),
             // A name parsed as a type where a value is expected: one nothing declares.
@@ -255,8 +272,13 @@ impl<'u> Lowerer<'u> {
         node: Node<'u>,
     ) -> Operand {
         let candidates = self.definitions(ids);
-        let Some((decl, env)) = self.resolve_overload(&candidates, explicit, &operands, class.as_ref()) else {
-            let name = ids.first().map(|&id| self.index.decl(id).name.clone()).unwrap_or_default();
+        let Some((decl, env)) =
+            self.resolve_overload(&candidates, explicit, &operands, class.as_ref())
+        else {
+            let name = ids
+                .first()
+                .map(|&id| self.index.decl(id).name.clone())
+                .unwrap_or_default();
             return Operand::Value(self.opaque_call(&name, &operands, node));
         };
         if !self.index.decl(decl).defined {
@@ -269,10 +291,19 @@ impl<'u> Lowerer<'u> {
         // arguments: evaluate it once.
         let memo_key = match (&constant_args, this_free) {
             (Some(keys), true) => {
-                let mut env_keys: Vec<String> = env.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
+                let mut env_keys: Vec<String> = env
+                    .iter()
+                    .map(|(k, a)| format!("{k}={}", a.display()))
+                    .collect();
                 env_keys.sort();
-                let class_key = class.as_ref().map(|c| Type::Class(c.clone()).display()).unwrap_or_default();
-                Some((decl, format!("{class_key}|{}|{}", env_keys.join(","), keys.join(","))))
+                let class_key = class
+                    .as_ref()
+                    .map(|c| Type::Class(c.clone()).display())
+                    .unwrap_or_default();
+                Some((
+                    decl,
+                    format!("{class_key}|{}|{}", env_keys.join(","), keys.join(",")),
+                ))
             }
             _ => None,
         };
@@ -306,7 +337,12 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A function's declared return type in its context.
-    fn declared_return_type(&mut self, id: DeclId, class: Option<&Rc<ClassInst>>, env: &TemplateEnv) -> Type {
+    fn declared_return_type(
+        &mut self,
+        id: DeclId,
+        class: Option<&Rc<ClassInst>>,
+        env: &TemplateEnv,
+    ) -> Type {
         let d = self.index.decl(id).clone();
         let ctx = self.callee_ctx(id, class, env);
         self.in_ctx(ctx, |l| {
@@ -346,7 +382,12 @@ impl<'u> Lowerer<'u> {
     }
 
     /// The callee's context (its fragment, scope, class and template arguments).
-    fn callee_ctx(&mut self, id: DeclId, class: Option<&Rc<ClassInst>>, env: &TemplateEnv) -> Ctx<'u> {
+    fn callee_ctx(
+        &mut self,
+        id: DeclId,
+        class: Option<&Rc<ClassInst>>,
+        env: &TemplateEnv,
+    ) -> Ctx<'u> {
         let d = self.index.decl(id).clone();
         let mut tenv = TemplateEnv::new();
         let mut class_inst = None;
@@ -367,7 +408,12 @@ impl<'u> Lowerer<'u> {
     }
 
     /// `viable` for the instantiation search.
-    pub(super) fn viable_for(&mut self, id: DeclId, explicit: &[TArg], operands: &[Operand]) -> Option<(TemplateEnv, u32)> {
+    pub(super) fn viable_for(
+        &mut self,
+        id: DeclId,
+        explicit: &[TArg],
+        operands: &[Operand],
+    ) -> Option<(TemplateEnv, u32)> {
         self.viable(id, explicit, operands, None)
     }
 
@@ -381,7 +427,9 @@ impl<'u> Lowerer<'u> {
     ) -> Option<(TemplateEnv, u32)> {
         let d = self.index.decl(id).clone();
         let params = function_params(d.node)?;
-        let variadic = params.iter().any(|p| p.kind() == "variadic_parameter_declaration");
+        let variadic = params
+            .iter()
+            .any(|p| p.kind() == "variadic_parameter_declaration");
         let required = params
             .iter()
             .filter(|p| p.kind() == "parameter_declaration")
@@ -431,8 +479,14 @@ impl<'u> Lowerer<'u> {
                 let actual = op.ty();
                 let pattern = ParamPattern::of(*p);
                 let is_ref = pattern.is_ref;
-                let actual = if is_ref { actual.strip_ref().clone() } else { decay(&actual) };
-                let ok = self.in_ctx(dctx.clone(), |l| l.deduce_param(*p, &actual, &names, &mut deduced));
+                let actual = if is_ref {
+                    actual.strip_ref().clone()
+                } else {
+                    decay(&actual)
+                };
+                let ok = self.in_ctx(dctx.clone(), |l| {
+                    l.deduce_param(*p, &actual, &names, &mut deduced)
+                });
                 if !ok {
                     return None;
                 }
@@ -459,7 +513,13 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Deduces template parameters from one function parameter.
-    fn deduce_param(&mut self, p: Node<'u>, actual: &Type, names: &[String], env: &mut TemplateEnv) -> bool {
+    fn deduce_param(
+        &mut self,
+        p: Node<'u>,
+        actual: &Type,
+        names: &[String],
+        env: &mut TemplateEnv,
+    ) -> bool {
         let Some(type_node) = p.field("type") else {
             return true;
         };
@@ -479,7 +539,10 @@ impl<'u> Lowerer<'u> {
                         if let (Some(size), Some(count)) = (n.field("size"), count) {
                             let sname = super::index::normalize(self.text(size));
                             if names.contains(&sname) && !env.contains_key(&sname) {
-                                env.insert(sname, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
+                                env.insert(
+                                    sname,
+                                    TArg::Value(CVal::Int(count as i128, ScalarTy::I32)),
+                                );
                             }
                         }
                         actual = (*inner).clone();
@@ -501,7 +564,9 @@ impl<'u> Lowerer<'u> {
         if names.contains(&text) {
             if let Some(prev) = env.get(&text) {
                 return match (prev, &actual) {
-                    (TArg::Type(a), b) => a == b || matches!(a, Type::Opaque(_)) || matches!(b, Type::Opaque(_)),
+                    (TArg::Type(a), b) => {
+                        a == b || matches!(a, Type::Opaque(_)) || matches!(b, Type::Opaque(_))
+                    }
                     _ => true,
                 };
             }
@@ -527,10 +592,16 @@ impl<'u> Lowerer<'u> {
         let key_args: Vec<String> = {
             let mut v: Vec<(&String, &TArg)> = env.iter().collect();
             v.sort_by(|a, b| a.0.cmp(b.0));
-            let mut keys: Vec<String> = v.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
+            let mut keys: Vec<String> = v
+                .iter()
+                .map(|(k, a)| format!("{k}={}", a.display()))
+                .collect();
             for op in &operands {
                 keys.push(match op {
-                    Operand::Value(Value::Scalar(e, _)) | Operand::Place(Place::Temp(Value::Scalar(e, _))) if e.is_const() => {
+                    Operand::Value(Value::Scalar(e, _))
+                    | Operand::Place(Place::Temp(Value::Scalar(e, _)))
+                        if e.is_const() =>
+                    {
                         format!("{e:?}")
                     }
                     _ => "?".into(),
@@ -538,13 +609,21 @@ impl<'u> Lowerer<'u> {
             }
             keys
         };
-        let class_key = class.as_ref().map(|c| Type::Class(c.clone()).display()).unwrap_or_default();
+        let class_key = class
+            .as_ref()
+            .map(|c| Type::Class(c.clone()).display())
+            .unwrap_or_default();
         let key = (id, format!("{class_key}|{}", key_args.join(",")));
         if self.frames.iter().any(|f| f.key.as_ref() == Some(&key)) {
-            return Operand::Value(self.unknown_value(node, format!("recursive call to `{}`", d.name)));
+            return Operand::Value(
+                self.unknown_value(node, format!("recursive call to `{}`", d.name)),
+            );
         }
         if self.frames.len() > self.config.max_inline_depth {
-            let reason = format!("calls nested deeper than {} at `{}`", self.config.max_inline_depth, d.name);
+            let reason = format!(
+                "calls nested deeper than {} at `{}`",
+                self.config.max_inline_depth, d.name
+            );
             return Operand::Value(self.unknown_value(node, reason));
         }
         let ctx = self.callee_ctx(id, class.as_ref(), &env);
@@ -568,7 +647,9 @@ impl<'u> Lowerer<'u> {
                     let b = match op {
                         Operand::Place(pl) => Binding::Place(pl),
                         Operand::Value(v) => Binding::Value(v),
-                        Operand::List(_) => Binding::Value(Value::Unknown(Type::Opaque("list".into()))),
+                        Operand::List(_) => {
+                            Binding::Value(Value::Unknown(Type::Opaque("list".into())))
+                        }
                     };
                     bindings.push(b);
                 }
@@ -583,7 +664,10 @@ impl<'u> Lowerer<'u> {
                 None => match p.field("default_value") {
                     Some(v) => Operand::Value(self.expr(v)),
                     None => {
-                        self.unknown(node, format!("missing argument {i} in call to `{}`", d.name));
+                        self.unknown(
+                            node,
+                            format!("missing argument {i} in call to `{}`", d.name),
+                        );
                         Operand::Value(Value::Unknown(pty.clone()))
                     }
                 },
@@ -618,7 +702,10 @@ impl<'u> Lowerer<'u> {
             self.sites.push(call_span);
         }
         // Member initialisers of a constructor.
-        if let Some(inits) = named_children(d.node).into_iter().find(|c| c.kind() == "field_initializer_list") {
+        if let Some(inits) = named_children(d.node)
+            .into_iter()
+            .find(|c| c.kind() == "field_initializer_list")
+        {
             self.member_initializers(inits);
         }
         let dead_before = self.dead;
@@ -694,7 +781,9 @@ impl<'u> Lowerer<'u> {
                 let ty = match (pty, &v) {
                     (Type::Opaque(n), _) if &**n == "auto" => v.ty(),
                     // An address passed as an integer keeps pointing into its buffer.
-                    (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => Type::ptr(Type::int(8, false)),
+                    (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => {
+                        Type::ptr(Type::int(8, false))
+                    }
                     _ => pty.clone(),
                 };
                 let place = self.local_place(name, &ty, p);
@@ -708,9 +797,13 @@ impl<'u> Lowerer<'u> {
     fn member_initializers(&mut self, inits: Node<'u>) {
         for init in named_children(inits) {
             let children = named_children(init);
-            let Some(name_node) = children.first() else { continue };
+            let Some(name_node) = children.first() else {
+                continue;
+            };
             let name = self.text(*name_node).to_string();
-            let Some(this) = self.frame().this.clone() else { continue };
+            let Some(this) = self.frame().this.clone() else {
+                continue;
+            };
             let Some(place) = self.member_place(&this, &name, init) else {
                 self.unknown(init, format!("initializer of unknown member `{name}`"));
                 continue;
@@ -731,12 +824,19 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A call nothing models: pure when no argument reaches memory, else unknown.
-    pub(super) fn opaque_call(&mut self, name: &str, operands: &[Operand], node: Node<'u>) -> Value {
+    pub(super) fn opaque_call(
+        &mut self,
+        name: &str,
+        operands: &[Operand],
+        node: Node<'u>,
+    ) -> Value {
         let mut args = Vec::new();
         let mut touches_memory = false;
         for op in operands {
             let ty = op.ty();
-            if ty.is_pointer_like() || matches!(op, Operand::Place(Place::Mem(..))) && matches!(ty, Type::Ref(_)) {
+            if ty.is_pointer_like()
+                || matches!(op, Operand::Place(Place::Mem(..))) && matches!(ty, Type::Ref(_))
+            {
                 touches_memory = true;
             }
             if let Operand::Value(Value::Ptr(_)) = op {
@@ -757,14 +857,25 @@ impl<'u> Lowerer<'u> {
             }
         }
         if touches_memory {
-            return self.unknown_value(node, format!("call to `{name}`, which is not defined here, with a pointer argument"));
+            return self.unknown_value(
+                node,
+                format!("call to `{name}`, which is not defined here, with a pointer argument"),
+            );
         }
         let op = self.op(&format!("call {name}"));
-        Value::Scalar(crate::ir::Expr::Opaque(op, ScalarTy::Opaque, args), Type::Opaque(name.into()))
+        Value::Scalar(
+            crate::ir::Expr::Opaque(op, ScalarTy::Opaque, args),
+            Type::Opaque(name.into()),
+        )
     }
 
     /// Calls a lambda.
-    pub(super) fn call_closure(&mut self, id: u32, operands: Vec<Operand>, node: Node<'u>) -> Operand {
+    pub(super) fn call_closure(
+        &mut self,
+        id: u32,
+        operands: Vec<Operand>,
+        node: Node<'u>,
+    ) -> Operand {
         let Some(closure) = self.closures.get(id as usize) else {
             return Operand::Value(self.unknown_value(node, "call of an unknown closure"));
         };
@@ -795,7 +906,10 @@ impl<'u> Lowerer<'u> {
             .unwrap_or_default();
         let mut ops = operands.into_iter();
         for p in params {
-            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+            if !matches!(
+                p.kind(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
                 continue;
             }
             let (pty, name) = self.declared_type(p);
@@ -877,7 +991,9 @@ impl<'u> Lowerer<'u> {
 
     /// `return e;` in the current function.
     pub(super) fn return_stmt(&mut self, node: Node<'u>) {
-        let value_node = named_children(node).into_iter().find(|c| c.kind() != "comment");
+        let value_node = named_children(node)
+            .into_iter()
+            .find(|c| c.kind() != "comment");
         let in_function = self.frame().ret.is_some();
         if !in_function {
             // A kernel-level return: leave the kernel.
@@ -910,14 +1026,23 @@ impl<'u> Lowerer<'u> {
             } else {
                 self.unknown(node, "conditional return of a reference");
                 let label = self.frame().ret.as_ref().map(|r| r.label).expect("checked");
-                self.emit_at(StmtKind::Exit { label, kind: ExitKind::Return }, node);
+                self.emit_at(
+                    StmtKind::Exit {
+                        label,
+                        kind: ExitKind::Return,
+                    },
+                    node,
+                );
                 self.dead = true;
             }
             return;
         }
         let value = match value_node {
             Some(v) if v.kind() == "initializer_list" => {
-                let items: Vec<Operand> = named_children(v).into_iter().map(|i| self.operand(i)).collect();
+                let items: Vec<Operand> = named_children(v)
+                    .into_iter()
+                    .map(|i| self.operand(i))
+                    .collect();
                 self.list_value(&ret_ty, items, v)
             }
             Some(v) => {
@@ -963,7 +1088,13 @@ impl<'u> Lowerer<'u> {
             if let Some(r) = self.frame_mut().ret.as_mut() {
                 r.conditional = true;
             }
-            self.emit_at(StmtKind::Exit { label, kind: ExitKind::Return }, node);
+            self.emit_at(
+                StmtKind::Exit {
+                    label,
+                    kind: ExitKind::Return,
+                },
+                node,
+            );
         }
         self.dead = true;
     }
@@ -987,7 +1118,10 @@ impl<'u> Lowerer<'u> {
             Type::Vector(vt) => {
                 let n = vt.n as usize;
                 let elem = (*vt.elem).clone();
-                let vals: Vec<Value> = operands.into_iter().map(|op| self.operand_value(op, node)).collect();
+                let vals: Vec<Value> = operands
+                    .into_iter()
+                    .map(|op| self.operand_value(op, node))
+                    .collect();
                 if vals.len() == 1 && vals[0].ty() == ty {
                     return vals.into_iter().next().expect("one value");
                 }
@@ -996,7 +1130,9 @@ impl<'u> Lowerer<'u> {
                     let v = match vals.get(i) {
                         Some(v) => self.convert(v.clone(), &elem, node),
                         // `dim3` defaults to 1; other vectors to 0.
-                        None if vt.name == "dim3" => Value::Scalar(crate::ir::Expr::int(1, ScalarTy::U32), elem.clone()),
+                        None if vt.name == "dim3" => {
+                            Value::Scalar(crate::ir::Expr::int(1, ScalarTy::U32), elem.clone())
+                        }
                         None => self.zero(&elem),
                     };
                     fields.push(v);
@@ -1007,14 +1143,18 @@ impl<'u> Lowerer<'u> {
                 let inst = inst.clone();
                 // A copy.
                 if operands.len() == 1 && operands[0].ty().strip_ref() == &ty {
-                    return self.operand_value(operands.into_iter().next().expect("one operand"), node);
+                    return self
+                        .operand_value(operands.into_iter().next().expect("one operand"), node);
                 }
                 let place = self.local_place("tmp", &ty, node);
                 self.construct_into(&place, &inst, operands, node);
                 self.read(&place, node)
             }
             Type::Lib(lib) => {
-                let vals: Vec<Value> = operands.into_iter().map(|op| self.operand_value(op, node)).collect();
+                let vals: Vec<Value> = operands
+                    .into_iter()
+                    .map(|op| self.operand_value(op, node))
+                    .collect();
                 Value::Agg(Type::Lib(lib.clone()), vals)
             }
             Type::Array(..) => {
@@ -1023,7 +1163,10 @@ impl<'u> Lowerer<'u> {
                 self.read(&place, node)
             }
             _ => {
-                let vals: Vec<Value> = operands.into_iter().map(|op| self.operand_value(op, node)).collect();
+                let vals: Vec<Value> = operands
+                    .into_iter()
+                    .map(|op| self.operand_value(op, node))
+                    .collect();
                 match vals.into_iter().next() {
                     Some(v) => v,
                     None => Value::Unknown(ty.clone()),
@@ -1033,7 +1176,13 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Runs a class's constructor (or aggregate initialisation) on a new object.
-    pub(super) fn construct_into(&mut self, place: &Place, inst: &Rc<ClassInst>, operands: Vec<Operand>, node: Node<'u>) {
+    pub(super) fn construct_into(
+        &mut self,
+        place: &Place,
+        inst: &Rc<ClassInst>,
+        operands: Vec<Operand>,
+        node: Node<'u>,
+    ) {
         let ty = Type::Class(inst.clone());
         let ctx = self.class_ctx(inst);
         let ctors: Vec<DeclId> = self
@@ -1044,13 +1193,25 @@ impl<'u> Lowerer<'u> {
             .collect();
         if !ctors.is_empty() {
             let candidates = self.definitions(&ctors);
-            if let Some((ctor, env)) = self.resolve_overload(&candidates, &[], &operands, Some(inst)) {
+            if let Some((ctor, env)) =
+                self.resolve_overload(&candidates, &[], &operands, Some(inst))
+            {
                 self.default_members(place, inst, node);
-                self.inline(ctor, env, operands, Some(place.clone()), Some(inst.clone()), node);
+                self.inline(
+                    ctor,
+                    env,
+                    operands,
+                    Some(place.clone()),
+                    Some(inst.clone()),
+                    node,
+                );
                 return;
             }
             if !operands.is_empty() {
-                self.unknown(node, format!("no constructor of `{}` takes these arguments", inst.name));
+                self.unknown(
+                    node,
+                    format!("no constructor of `{}` takes these arguments", inst.name),
+                );
                 return;
             }
         }
@@ -1078,9 +1239,13 @@ impl<'u> Lowerer<'u> {
         for id in fields {
             let d = self.index.decl(id).clone();
             let Some(decl) = d.declarator else { continue };
-            let init = decl.field("value").or_else(|| d.node.field("default_value"));
+            let init = decl
+                .field("value")
+                .or_else(|| d.node.field("default_value"));
             let Some(init) = init else { continue };
-            let Some(fp) = self.member_place(place, &d.name, node) else { continue };
+            let Some(fp) = self.member_place(place, &d.name, node) else {
+                continue;
+            };
             let v = self.in_ctx(ctx.clone(), |l| l.expr(init));
             self.write(&fp, v, node);
         }
@@ -1092,7 +1257,10 @@ impl<'u> Lowerer<'u> {
             Operand::Place(p) => self.read(&p, node),
             Operand::Value(v) => v,
             Operand::List(items) => {
-                let vals: Vec<Value> = items.into_iter().map(|i| self.operand_value(i, node)).collect();
+                let vals: Vec<Value> = items
+                    .into_iter()
+                    .map(|i| self.operand_value(i, node))
+                    .collect();
                 vals.into_iter().next().unwrap_or(Value::Void)
             }
         }
@@ -1129,7 +1297,10 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
     for _ in 0..16 {
         match node.kind() {
             "function_declarator" => {
-                if let Some(tr) = named_children(node).into_iter().find(|c| c.kind() == "trailing_return_type") {
+                if let Some(tr) = named_children(node)
+                    .into_iter()
+                    .find(|c| c.kind() == "trailing_return_type")
+                {
                     if let Some(t) = named_children(tr).first() {
                         return l.type_descriptor(*t);
                     }
@@ -1140,7 +1311,10 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
             "reference_declarator" => ty = Type::Ref(Rc::new(ty)),
             _ => {}
         }
-        node = match node.field("declarator").or_else(|| named_children(node).into_iter().last()) {
+        node = match node
+            .field("declarator")
+            .or_else(|| named_children(node).into_iter().last())
+        {
             Some(n) => n,
             None => return ty,
         };
@@ -1151,7 +1325,9 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
 /// A key for a constant operand (`None` when the operand is not constant).
 fn constant_key(op: &Operand) -> Option<String> {
     match op {
-        Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => Some(format!("{v:?}")),
+        Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => {
+            Some(format!("{v:?}"))
+        }
         _ => None,
     }
 }
@@ -1211,9 +1387,10 @@ pub(super) fn conversion_cost(to: &Type, from: &Type) -> Option<u32> {
         return Some(6);
     }
     match (to, from) {
-        (Type::Int { .. } | Type::Bool | Type::Enum { .. }, Type::Int { .. } | Type::Bool | Type::Enum { .. }) => {
-            Some(if common_type(to, from) == *to { 1 } else { 2 })
-        }
+        (
+            Type::Int { .. } | Type::Bool | Type::Enum { .. },
+            Type::Int { .. } | Type::Bool | Type::Enum { .. },
+        ) => Some(if common_type(to, from) == *to { 1 } else { 2 }),
         (Type::Float(_), Type::Float(_)) => Some(1),
         (Type::Float(_), t) | (t, Type::Float(_)) if t.is_arith() => Some(3),
         (Type::Ptr(a), Type::Ptr(b)) | (Type::Ptr(a), Type::Array(b, _)) => {
@@ -1253,7 +1430,10 @@ impl<'u> Lowerer<'u> {
         let Some(func) = node.field("function") else {
             return Operand::Value(self.unknown_value(node, "call without a callee"));
         };
-        if named_children(node).iter().any(|c| c.kind() == "kernel_call_syntax") {
+        if named_children(node)
+            .iter()
+            .any(|c| c.kind() == "kernel_call_syntax")
+        {
             return Operand::Value(self.unknown_value(node, "kernel launch from device code"));
         }
         let args = node.field("arguments");
@@ -1267,7 +1447,10 @@ impl<'u> Lowerer<'u> {
                     .field("name")
                     .map(|n| self.text(n).to_string())
                     .unwrap_or_default();
-                if matches!(name.as_str(), "static_cast" | "reinterpret_cast" | "const_cast" | "dynamic_cast" | "bit_cast") {
+                if matches!(
+                    name.as_str(),
+                    "static_cast" | "reinterpret_cast" | "const_cast" | "dynamic_cast" | "bit_cast"
+                ) {
                     return self.cast_call(func, args, node);
                 }
                 let explicit = match func.field("arguments") {
@@ -1297,11 +1480,18 @@ impl<'u> Lowerer<'u> {
                             other => Place::Temp(other.clone()),
                         };
                         match self.member_functions(&inst, "operator()", 0) {
-                            Some((ids, owner)) => self.call_named(&ids, &[], ops, Some(this), Some(owner), node),
-                            None => Operand::Value(self.unknown_value(node, format!("call of a `{}`, which has no operator()", inst.name))),
+                            Some((ids, owner)) => {
+                                self.call_named(&ids, &[], ops, Some(this), Some(owner), node)
+                            }
+                            None => Operand::Value(self.unknown_value(
+                                node,
+                                format!("call of a `{}`, which has no operator()", inst.name),
+                            )),
                         }
                     }
-                    _ => Operand::Value(self.unknown_value(node, "call through a function pointer")),
+                    _ => {
+                        Operand::Value(self.unknown_value(node, "call through a function pointer"))
+                    }
                 }
             }
         }
@@ -1314,7 +1504,11 @@ impl<'u> Lowerer<'u> {
             .and_then(|a| named_children(a).into_iter().next())
             .map(|t| self.type_descriptor(t))
             .unwrap_or(Type::Opaque("?".into()));
-        let arg = args.and_then(|a| named_children(a).into_iter().find(|c| c.kind() != "comment"));
+        let arg = args.and_then(|a| {
+            named_children(a)
+                .into_iter()
+                .find(|c| c.kind() != "comment")
+        });
         let Some(arg) = arg else {
             return Operand::Value(self.unknown_value(node, "cast without an operand"));
         };
@@ -1322,7 +1516,13 @@ impl<'u> Lowerer<'u> {
             let place = self.place(arg);
             let inner = (**inner).clone();
             let p = match place {
-                Place::Mem(ptr, _) => Place::Mem(Ptr { pointee: inner.clone(), ..ptr }, inner),
+                Place::Mem(ptr, _) => Place::Mem(
+                    Ptr {
+                        pointee: inner.clone(),
+                        ..ptr
+                    },
+                    inner,
+                ),
                 Place::Var(v, _) if inner.is_arith() => Place::Var(v, inner),
                 other if other.ty().strip_ref() == &inner => other,
                 other => {
@@ -1339,7 +1539,12 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Member functions named `name` of a class or its bases, with the class that declares them.
-    fn member_functions(&mut self, inst: &Rc<ClassInst>, name: &str, depth: u32) -> Option<(Vec<DeclId>, Rc<ClassInst>)> {
+    fn member_functions(
+        &mut self,
+        inst: &Rc<ClassInst>,
+        name: &str,
+        depth: u32,
+    ) -> Option<(Vec<DeclId>, Rc<ClassInst>)> {
         let ctx = self.class_ctx(inst);
         let ids: Vec<DeclId> = self
             .index
@@ -1362,13 +1567,20 @@ impl<'u> Lowerer<'u> {
     }
 
     /// `f(args)` / `f<T>(args)` by unqualified name.
-    fn call_by_name(&mut self, name: &str, explicit: &[TArg], args: Option<Node<'u>>, node: Node<'u>) -> Operand {
+    fn call_by_name(
+        &mut self,
+        name: &str,
+        explicit: &[TArg],
+        args: Option<Node<'u>>,
+        node: Node<'u>,
+    ) -> Operand {
         match self.lookup_local(name) {
             Some(Binding::Value(Value::Closure(id))) => {
                 let ops = self.operands(args);
                 return self.call_closure(id, ops, node);
             }
-            Some(Binding::Value(Value::Func(f))) | Some(Binding::Place(Place::Temp(Value::Func(f)))) => {
+            Some(Binding::Value(Value::Func(f)))
+            | Some(Binding::Place(Place::Temp(Value::Func(f)))) => {
                 let ops = self.operands(args);
                 let mut targs = f.args.clone();
                 targs.extend(explicit.iter().cloned());
@@ -1380,7 +1592,10 @@ impl<'u> Lowerer<'u> {
                     let ops = self.operands(args);
                     return match self.read(&p, node) {
                         Value::Func(f) => self.call_named(&f.ids, &f.args, ops, None, None, node),
-                        _ => Operand::Value(self.unknown_value(node, format!("call through `{name}`, a function pointer not known here"))),
+                        _ => Operand::Value(self.unknown_value(
+                            node,
+                            format!("call through `{name}`, a function pointer not known here"),
+                        )),
                     };
                 }
                 match ty.strip_ref() {
@@ -1393,9 +1608,19 @@ impl<'u> Lowerer<'u> {
                         let inst = inst.clone();
                         let ops = self.operands(args);
                         if let Some((ids, owner)) = self.member_functions(&inst, "operator()", 0) {
-                            return self.call_named(&ids, explicit, ops, Some(p), Some(owner), node);
+                            return self.call_named(
+                                &ids,
+                                explicit,
+                                ops,
+                                Some(p),
+                                Some(owner),
+                                node,
+                            );
                         }
-                        return Operand::Value(self.unknown_value(node, format!("call of `{name}`, which has no operator()")));
+                        return Operand::Value(self.unknown_value(
+                            node,
+                            format!("call of `{name}`, which has no operator()"),
+                        ));
                     }
                     _ => {
                         if let Place::Temp(Value::Closure(id)) = p {
@@ -1429,7 +1654,14 @@ impl<'u> Lowerer<'u> {
 
     /// Calls whatever `ids` name: functions, or a type (a constructor call);
     /// else a built-in; else an unknown function.
-    fn call_decls(&mut self, ids: &[DeclId], name: &str, explicit: &[TArg], ops: Vec<Operand>, node: Node<'u>) -> Operand {
+    fn call_decls(
+        &mut self,
+        ids: &[DeclId],
+        name: &str,
+        explicit: &[TArg],
+        ops: Vec<Operand>,
+        node: Node<'u>,
+    ) -> Operand {
         let functions: Vec<DeclId> = ids
             .iter()
             .copied()
@@ -1460,7 +1692,12 @@ impl<'u> Lowerer<'u> {
     }
 
     /// `ns::f(args)`, `Class::f(args)`, `T::f(args)`, `std::max(a, b)`.
-    fn call_qualified(&mut self, func: Node<'u>, args: Option<Node<'u>>, node: Node<'u>) -> Operand {
+    fn call_qualified(
+        &mut self,
+        func: Node<'u>,
+        args: Option<Node<'u>>,
+        node: Node<'u>,
+    ) -> Operand {
         let full = super::index::normalize(self.text(func));
         let (Some(scope_node), Some(name_node)) = (func.field("scope"), func.field("name")) else {
             let ops = self.operands(args);
@@ -1496,7 +1733,13 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A qualified callee whose arguments are evaluated.
-    fn qualified_with_ops(&mut self, func: Node<'u>, ops: Vec<Operand>, node: Node<'u>, full: &str) -> Operand {
+    fn qualified_with_ops(
+        &mut self,
+        func: Node<'u>,
+        ops: Vec<Operand>,
+        node: Node<'u>,
+        full: &str,
+    ) -> Operand {
         let (Some(scope_node), Some(name_node)) = (func.field("scope"), func.field("name")) else {
             return self.library_or_opaque(full, &[], ops, node);
         };
@@ -1535,7 +1778,9 @@ impl<'u> Lowerer<'u> {
                     Some(Binding::Type(t)) => Some(t),
                     _ => {
                         let ids = self.index.lookup(self.ctx().scope, &sname);
-                        if ids.iter().any(|&id| matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)) {
+                        if ids.iter().any(|&id| {
+                            matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)
+                        }) {
                             Some(self.named_type(&sname, scope_node))
                         } else {
                             None
@@ -1555,10 +1800,16 @@ impl<'u> Lowerer<'u> {
                 let ty = Type::Class(inst.clone());
                 return Operand::Value(self.construct(&ty, ops, node));
             }
-            return Operand::Value(self.unknown_value(node, format!("no member function `{name}` in `{}`", inst.name)));
+            return Operand::Value(self.unknown_value(
+                node,
+                format!("no member function `{name}` in `{}`", inst.name),
+            ));
         }
         let path = super::index::normalize(self.text(scope_node));
-        let parts: Vec<&str> = path.split("::").map(|p| p.split('<').next().unwrap_or(p)).collect();
+        let parts: Vec<&str> = path
+            .split("::")
+            .map(|p| p.split('<').next().unwrap_or(p))
+            .collect();
         if let Some(s) = self.resolve_scope_path(&parts) {
             let ids = self.index.lookup_in(s, &name, 0);
             if !ids.is_empty() {
@@ -1568,7 +1819,13 @@ impl<'u> Lowerer<'u> {
         self.library_or_opaque(full, &explicit, ops, node)
     }
 
-    fn library_or_opaque(&mut self, full: &str, explicit: &[TArg], ops: Vec<Operand>, node: Node<'u>) -> Operand {
+    fn library_or_opaque(
+        &mut self,
+        full: &str,
+        explicit: &[TArg],
+        ops: Vec<Operand>,
+        node: Node<'u>,
+    ) -> Operand {
         let full_no_args: String = {
             let mut depth = 0;
             full.chars()
@@ -1593,7 +1850,13 @@ impl<'u> Lowerer<'u> {
     }
 
     fn numeric_limit(&mut self, full: &str, node: Node<'u>) -> Value {
-        let inner = full.split('<').nth(1).and_then(|s| s.split('>').next()).unwrap_or("").trim().to_string();
+        let inner = full
+            .split('<')
+            .nth(1)
+            .and_then(|s| s.split('>').next())
+            .unwrap_or("")
+            .trim()
+            .to_string();
         let member = full.rsplit("::").next().unwrap_or("");
         let ty = super::types::named_scalar(&inner)
             .or_else(|| match self.lookup_local(&inner) {
@@ -1603,17 +1866,29 @@ impl<'u> Lowerer<'u> {
             .unwrap_or(Type::Opaque(inner.clone().into()));
         match (&ty, member) {
             (Type::Int { bits, signed }, "max") => {
-                let v = if *signed { (1i128 << (bits - 1)) - 1 } else { (1i128 << bits) - 1 };
+                let v = if *signed {
+                    (1i128 << (bits - 1)) - 1
+                } else {
+                    (1i128 << bits) - 1
+                };
                 Value::Scalar(crate::ir::Expr::int(v, ty.scalar()), ty.clone())
             }
             (Type::Int { bits, signed }, "min" | "lowest") => {
                 let v = if *signed { -(1i128 << (bits - 1)) } else { 0 };
                 Value::Scalar(crate::ir::Expr::int(v, ty.scalar()), ty.clone())
             }
-            (Type::Float(_), "max") => Value::Scalar(crate::ir::Expr::Float(f32::MAX as f64), ty.clone()),
-            (Type::Float(_), "lowest") => Value::Scalar(crate::ir::Expr::Float(f32::MIN as f64), ty.clone()),
-            (Type::Float(_), "infinity") => Value::Scalar(crate::ir::Expr::Float(f64::INFINITY), ty.clone()),
-            (Type::Float(_), "min") => Value::Scalar(crate::ir::Expr::Float(f32::MIN_POSITIVE as f64), ty.clone()),
+            (Type::Float(_), "max") => {
+                Value::Scalar(crate::ir::Expr::Float(f32::MAX as f64), ty.clone())
+            }
+            (Type::Float(_), "lowest") => {
+                Value::Scalar(crate::ir::Expr::Float(f32::MIN as f64), ty.clone())
+            }
+            (Type::Float(_), "infinity") => {
+                Value::Scalar(crate::ir::Expr::Float(f64::INFINITY), ty.clone())
+            }
+            (Type::Float(_), "min") => {
+                Value::Scalar(crate::ir::Expr::Float(f32::MIN_POSITIVE as f64), ty.clone())
+            }
             _ => self.unknown_value(node, format!("`{full}`")),
         }
     }
@@ -1641,7 +1916,11 @@ impl<'u> Lowerer<'u> {
         let object = if arg.kind() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,
-                None => return Operand::Value(self.unknown_value(node, "`this` outside a member function")),
+                None => {
+                    return Operand::Value(
+                        self.unknown_value(node, "`this` outside a member function"),
+                    )
+                }
             }
         } else if arrow {
             let v = self.expr(arg);
@@ -1655,8 +1934,13 @@ impl<'u> Lowerer<'u> {
             Type::Class(inst) => {
                 let inst = inst.clone();
                 match self.member_functions(&inst, &name, 0) {
-                    Some((ids, owner)) => self.call_named(&ids, &explicit, ops, Some(object), Some(owner), node),
-                    None => Operand::Value(self.unknown_value(node, format!("no member function `{name}` in `{}`", inst.name))),
+                    Some((ids, owner)) => {
+                        self.call_named(&ids, &explicit, ops, Some(object), Some(owner), node)
+                    }
+                    None => Operand::Value(self.unknown_value(
+                        node,
+                        format!("no member function `{name}` in `{}`", inst.name),
+                    )),
                 }
             }
             Type::Lib(_) => self.library_method(&object, &name, ops, node),

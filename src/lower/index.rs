@@ -36,7 +36,10 @@ pub enum DeclKind {
     NamespaceAlias,
     Enum,
     /// An enumerator: `index` among its enum's enumerators.
-    Enumerator { enum_decl: DeclId, index: u32 },
+    Enumerator {
+        enum_decl: DeclId,
+        index: u32,
+    },
     /// A variable at namespace scope or a static data member.
     Var,
     /// A non-static data member.
@@ -111,8 +114,14 @@ pub struct Index<'u> {
 pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(String, Node<'t>)> {
     for _ in 0..64 {
         match node.kind() {
-            "identifier" | "field_identifier" | "type_identifier" | "operator_name" | "destructor_name"
-            | "qualified_identifier" | "template_function" | "namespace_identifier" => {
+            "identifier"
+            | "field_identifier"
+            | "type_identifier"
+            | "operator_name"
+            | "destructor_name"
+            | "qualified_identifier"
+            | "template_function"
+            | "namespace_identifier" => {
                 return Some((normalize(text(frag, node)), node));
             }
             _ => {}
@@ -124,7 +133,10 @@ pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(Strin
                 *children.iter().find(|c| {
                     !matches!(
                         c.kind(),
-                        "type_qualifier" | "ms_pointer_modifier" | "attribute_specifier" | "attribute_declaration"
+                        "type_qualifier"
+                            | "ms_pointer_modifier"
+                            | "attribute_specifier"
+                            | "attribute_declaration"
                     )
                 })?
             }
@@ -142,7 +154,8 @@ pub fn normalize(name: &str) -> String {
 pub fn is_global(node: Node) -> bool {
     let mut cursor = node.walk();
     let found = node.children(&mut cursor).any(|c| {
-        c.kind() == "__global__" || (c.kind() == "type_qualifier" && syntax::has_token(c, "__global__"))
+        c.kind() == "__global__"
+            || (c.kind() == "type_qualifier" && syntax::has_token(c, "__global__"))
     });
     found
 }
@@ -170,8 +183,14 @@ impl<'u> Index<'u> {
             index.walk(frag, tree.root_node(), GLOBAL, None, 0);
             for i in first..index.decls.len() {
                 let d = &index.decls[i];
-                if d.kind == DeclKind::Function && d.defined && header_mentions_global(frag, d.node) && is_kernel(frag, d.node) {
-                    index.kernels.push(KernelDecl { decl: DeclId(i as u32) });
+                if d.kind == DeclKind::Function
+                    && d.defined
+                    && header_mentions_global(frag, d.node)
+                    && is_kernel(frag, d.node)
+                {
+                    index.kernels.push(KernelDecl {
+                        decl: DeclId(i as u32),
+                    });
                 }
             }
         }
@@ -217,10 +236,9 @@ impl<'u> Index<'u> {
     /// The namespace scope named `name` inside `parent`, created when new
     /// (a namespace may be reopened many times).
     fn namespace(&mut self, parent: ScopeId, name: &str) -> ScopeId {
-        let existing = self
-            .scopes
-            .iter()
-            .position(|s| s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name);
+        let existing = self.scopes.iter().position(|s| {
+            s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name
+        });
         match existing {
             Some(i) => ScopeId(i as u32),
             None => self.new_scope(name, parent, ScopeKind::Namespace),
@@ -248,7 +266,9 @@ impl<'u> Index<'u> {
         self.scopes
             .iter()
             .enumerate()
-            .find(|(_, s)| s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name)
+            .find(|(_, s)| {
+                s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name
+            })
             .map(|(i, _)| ScopeId(i as u32))
     }
 
@@ -315,7 +335,10 @@ impl<'u> Index<'u> {
         for &id in ids {
             let d = self.decl(id);
             if d.kind == DeclKind::NamespaceAlias {
-                let target = d.node.field("value").or_else(|| named_children(d.node).last().copied())?;
+                let target = d
+                    .node
+                    .field("value")
+                    .or_else(|| named_children(d.node).last().copied())?;
                 let path = normalize(text(d.frag, target));
                 let parts: Vec<&str> = path.split("::").collect();
                 return self.resolve_scope(d.scope, &parts);
@@ -324,7 +347,14 @@ impl<'u> Index<'u> {
         None
     }
 
-    fn walk(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
+    fn walk(
+        &mut self,
+        frag: &'u Fragment,
+        node: Node<'u>,
+        scope: ScopeId,
+        template: Option<Node<'u>>,
+        depth: u32,
+    ) {
         if depth > 200 {
             return;
         }
@@ -356,7 +386,9 @@ impl<'u> Index<'u> {
             "template_declaration" => {
                 let params = node.field("parameters");
                 for child in named_children(node) {
-                    if child.kind() != "template_parameter_list" && child.kind() != "requires_clause" {
+                    if child.kind() != "template_parameter_list"
+                        && child.kind() != "requires_clause"
+                    {
                         self.walk(frag, child, scope, params, depth + 1);
                     }
                 }
@@ -366,7 +398,9 @@ impl<'u> Index<'u> {
                 self.function(frag, node, scope, template, true);
                 self.local_classes_in(frag, node, scope, depth);
             }
-            "declaration" | "field_declaration" => self.declaration(frag, node, scope, template, depth),
+            "declaration" | "field_declaration" => {
+                self.declaration(frag, node, scope, template, depth)
+            }
             "struct_specifier" | "class_specifier" | "union_specifier" => {
                 self.class(frag, node, scope, template, None, depth);
             }
@@ -377,7 +411,10 @@ impl<'u> Index<'u> {
             "alias_declaration" => {
                 if let Some(name) = node.field("name") {
                     let name = text(frag, name).to_string();
-                    self.add(scope, self.decl_of(DeclKind::Alias, name, node, frag, scope, template));
+                    self.add(
+                        scope,
+                        self.decl_of(DeclKind::Alias, name, node, frag, scope, template),
+                    );
                 }
             }
             "using_declaration" => {
@@ -391,14 +428,20 @@ impl<'u> Index<'u> {
                         }
                     } else {
                         let name = path.rsplit("::").next().unwrap_or(&path).to_string();
-                        self.add(scope, self.decl_of(DeclKind::Alias, name, target, frag, scope, template));
+                        self.add(
+                            scope,
+                            self.decl_of(DeclKind::Alias, name, target, frag, scope, template),
+                        );
                     }
                 }
             }
             "namespace_alias_definition" => {
                 if let Some(name) = node.field("name") {
                     let name = text(frag, name).to_string();
-                    self.add(scope, self.decl_of(DeclKind::NamespaceAlias, name, node, frag, scope, None));
+                    self.add(
+                        scope,
+                        self.decl_of(DeclKind::NamespaceAlias, name, node, frag, scope, None),
+                    );
                 }
             }
             _ => {}
@@ -407,8 +450,16 @@ impl<'u> Index<'u> {
 
     /// Indexes classes defined in a function's body (each function gets its own
     /// scope for them, so names do not clash between functions).
-    fn local_classes_in(&mut self, frag: &'u Fragment, function: Node<'u>, scope: ScopeId, depth: u32) {
-        let Some(body) = function.field("body") else { return };
+    fn local_classes_in(
+        &mut self,
+        frag: &'u Fragment,
+        function: Node<'u>,
+        scope: ScopeId,
+        depth: u32,
+    ) {
+        let Some(body) = function.field("body") else {
+            return;
+        };
         let text = syntax::text(frag, body);
         if !(text.contains("struct") || text.contains("union") || text.contains("class")) {
             return;
@@ -417,14 +468,20 @@ impl<'u> Index<'u> {
         let mut stack = vec![body];
         let mut cursor = body.walk();
         while let Some(n) = stack.pop() {
-            if matches!(n.kind(), "struct_specifier" | "union_specifier" | "class_specifier") && n.field("body").is_some() {
-                let s = *local_scope.get_or_insert_with(|| self.new_scope("<local>", scope, ScopeKind::Namespace));
+            if matches!(
+                n.kind(),
+                "struct_specifier" | "union_specifier" | "class_specifier"
+            ) && n.field("body").is_some()
+            {
+                let s = *local_scope
+                    .get_or_insert_with(|| self.new_scope("<local>", scope, ScopeKind::Namespace));
                 if let Some(id) = self.class(frag, n, s, None, None, depth + 1) {
                     self.local_classes.insert(n.id(), id);
                 }
                 continue;
             }
-            if n.kind() == "lambda_expression" || n.kind() == "function_definition" && n != function {
+            if n.kind() == "lambda_expression" || n.kind() == "function_definition" && n != function
+            {
                 continue;
             }
             stack.extend(n.named_children(&mut cursor));
@@ -457,7 +514,14 @@ impl<'u> Index<'u> {
 
     /// A function definition or prototype. Out-of-class member definitions
     /// (`S::f`) go to the class's scope.
-    fn function(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, defined: bool) {
+    fn function(
+        &mut self,
+        frag: &'u Fragment,
+        node: Node<'u>,
+        scope: ScopeId,
+        template: Option<Node<'u>>,
+        defined: bool,
+    ) {
         let Some(declarator) = node.field("declarator") else {
             return;
         };
@@ -468,9 +532,16 @@ impl<'u> Index<'u> {
             "qualified_identifier" => {
                 let parts: Vec<&str> = name.split("::").collect();
                 let (last, path) = parts.split_last().expect("split gives one part");
-                let path: Vec<&str> = path.iter().map(|p| p.split('<').next().unwrap_or(p)).collect();
+                let path: Vec<&str> = path
+                    .iter()
+                    .map(|p| p.split('<').next().unwrap_or(p))
+                    .collect();
                 let target = self.resolve_scope(scope, &path).unwrap_or(scope);
-                (target, last.split('<').next().unwrap_or(last).to_string(), None)
+                (
+                    target,
+                    last.split('<').next().unwrap_or(last).to_string(),
+                    None,
+                )
             }
             "template_function" => {
                 let base = name_node
@@ -489,19 +560,24 @@ impl<'u> Index<'u> {
         self.add(target_scope, decl);
     }
 
-    fn declaration(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
+    fn declaration(
+        &mut self,
+        frag: &'u Fragment,
+        node: Node<'u>,
+        scope: ScopeId,
+        template: Option<Node<'u>>,
+        depth: u32,
+    ) {
         // A class or enum defined in the declaration (`struct S {…} s;`).
         if let Some(ty) = node.field("type") {
             match ty.kind() {
-                "struct_specifier" | "class_specifier" | "union_specifier" => {
-                    if ty.field("body").is_some() {
-                        self.class(frag, ty, scope, template, None, depth);
-                    }
+                "struct_specifier" | "class_specifier" | "union_specifier"
+                    if ty.field("body").is_some() =>
+                {
+                    self.class(frag, ty, scope, template, None, depth);
                 }
-                "enum_specifier" => {
-                    if ty.field("body").is_some() {
-                        self.enumeration(frag, ty, scope, None);
-                    }
+                "enum_specifier" if ty.field("body").is_some() => {
+                    self.enumeration(frag, ty, scope, None);
                 }
                 _ => {}
             }
@@ -511,14 +587,25 @@ impl<'u> Index<'u> {
             .iter()
             .any(|c| c.kind() == "storage_class_specifier" && text(frag, *c) == "static");
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        let declarators: Vec<Node> = node
+            .children_by_field_name("declarator", &mut cursor)
+            .collect();
         // An anonymous struct or union member: its members are the class's own.
         if is_field && declarators.is_empty() {
             let anonymous = node.field("type").is_some_and(|t| {
-                matches!(t.kind(), "struct_specifier" | "union_specifier") && t.field("name").is_none() && t.field("body").is_some()
+                matches!(t.kind(), "struct_specifier" | "union_specifier")
+                    && t.field("name").is_none()
+                    && t.field("body").is_some()
             });
             if anonymous {
-                let mut decl = self.decl_of(DeclKind::Field, format!("{ANONYMOUS_MEMBER}{}", node.start_byte()), node, frag, scope, None);
+                let mut decl = self.decl_of(
+                    DeclKind::Field,
+                    format!("{ANONYMOUS_MEMBER}{}", node.start_byte()),
+                    node,
+                    frag,
+                    scope,
+                    None,
+                );
                 decl.order = self.scope(scope).fields.len() as u32;
                 self.add(scope, decl);
             }
@@ -543,10 +630,19 @@ impl<'u> Index<'u> {
         }
     }
 
-    fn typedef(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
+    fn typedef(
+        &mut self,
+        frag: &'u Fragment,
+        node: Node<'u>,
+        scope: ScopeId,
+        template: Option<Node<'u>>,
+        depth: u32,
+    ) {
         let ty = node.field("type");
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        let declarators: Vec<Node> = node
+            .children_by_field_name("declarator", &mut cursor)
+            .collect();
         let first_name = declarators
             .first()
             .and_then(|d| declarator_name(frag, *d))
@@ -604,7 +700,10 @@ impl<'u> Index<'u> {
                 let full = normalize(text(frag, n));
                 (full.rsplit("::").next().unwrap_or(&full).to_string(), None)
             }
-            None => (alias.unwrap_or_else(|| format!("<anonymous@{}>", node.start_byte())), None),
+            None => (
+                alias.unwrap_or_else(|| format!("<anonymous@{}>", node.start_byte())),
+                None,
+            ),
         };
         let body = node.field("body");
         let id = DeclId(self.decls.len() as u32);
@@ -614,7 +713,10 @@ impl<'u> Index<'u> {
         decl.members = Some(members);
         decl.defined = body.is_some();
         self.add(scope, decl);
-        if let Some(bases) = named_children(node).into_iter().find(|c| c.kind() == "base_class_clause") {
+        if let Some(bases) = named_children(node)
+            .into_iter()
+            .find(|c| c.kind() == "base_class_clause")
+        {
             self.bases.entry(members).or_default().push((bases, frag));
         }
         if let Some(body) = body {
@@ -625,7 +727,13 @@ impl<'u> Index<'u> {
         Some(id)
     }
 
-    fn enumeration(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, alias: Option<String>) {
+    fn enumeration(
+        &mut self,
+        frag: &'u Fragment,
+        node: Node<'u>,
+        scope: ScopeId,
+        alias: Option<String>,
+    ) {
         let name = node
             .field("name")
             .map(|n| text(frag, n).to_string())
@@ -667,11 +775,17 @@ fn is_function_declarator(mut node: Node) -> bool {
     for _ in 0..16 {
         match node.kind() {
             "function_declarator" => return true,
-            "pointer_declarator" | "reference_declarator" | "parenthesized_declarator" | "init_declarator"
+            "pointer_declarator"
+            | "reference_declarator"
+            | "parenthesized_declarator"
+            | "init_declarator"
             | "array_declarator" => {
                 // `int (*f)(int)` is a variable; a pointer directly to a function
                 // declarator is a function returning a pointer.
-                if node.kind() == "parenthesized_declarator" || node.kind() == "init_declarator" || node.kind() == "array_declarator" {
+                if node.kind() == "parenthesized_declarator"
+                    || node.kind() == "init_declarator"
+                    || node.kind() == "array_declarator"
+                {
                     return false;
                 }
                 node = match node.field("declarator") {
@@ -690,7 +804,9 @@ fn is_function_declarator(mut node: Node) -> bool {
 
 /// A cheap filter before the query: `__global__` appears before the body.
 fn header_mentions_global(frag: &Fragment, function: Node) -> bool {
-    let end = function.field("body").map_or(function.end_byte(), |b| b.start_byte());
+    let end = function
+        .field("body")
+        .map_or(function.end_byte(), |b| b.start_byte());
     frag.text
         .get(function.start_byte()..end)
         .is_some_and(|h| h.contains("__global__"))
@@ -705,7 +821,10 @@ fn is_kernel(frag: &Fragment, function: Node) -> bool {
     cursor.set_max_start_depth(Some(0));
     let mut matches = cursor.matches(q, function, frag.text.as_bytes());
     while let Some(m) = matches.next() {
-        if m.captures().iter().any(|c| Some(c.index) == kernel_capture && c.node.id() == function.id()) {
+        if m.captures()
+            .iter()
+            .any(|c| Some(c.index) == kernel_capture && c.node.id() == function.id())
+        {
             return true;
         }
     }

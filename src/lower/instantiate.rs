@@ -34,7 +34,12 @@ pub type Tuple = Vec<Option<TArg>>;
 
 /// The distinct template argument tuples of a kernel in this unit, the most
 /// determined first.
-pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Tuple> {
+pub fn kernel_instantiations(
+    unit: &Unit,
+    index: &Index,
+    config: &LowerConfig,
+    kernel: DeclId,
+) -> Vec<Tuple> {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
     let mut finder = Finder {
@@ -125,7 +130,8 @@ impl Finder {
                         let tuple = match site.call {
                             Some(call) => {
                                 let operands = l2.operands(call.field("arguments"));
-                                l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
+                                l2.deduced_tuple(target, &explicit, &operands)
+                                    .unwrap_or(explicit)
                             }
                             None => explicit,
                         };
@@ -143,16 +149,25 @@ impl Finder {
         }
         // `template void f<…>(…);`
         for &(node, frag, scope) in &l.index.instantiations.clone() {
-            let Some(decl) = node.field("declarator") else { continue };
-            let Some((_, name_node)) = declarator_name(frag, decl) else { continue };
+            let Some(decl) = node.field("declarator") else {
+                continue;
+            };
+            let Some((_, name_node)) = declarator_name(frag, decl) else {
+                continue;
+            };
             if name_node.kind() != "template_function" {
                 continue;
             }
-            let base = name_node.field("name").map(|n| syntax::text(frag, n)).unwrap_or("");
+            let base = name_node
+                .field("name")
+                .map(|n| syntax::text(frag, n))
+                .unwrap_or("");
             if base != name {
                 continue;
             }
-            let Some(args) = name_node.field("arguments") else { continue };
+            let Some(args) = name_node.field("arguments") else {
+                continue;
+            };
             let ctx = Ctx {
                 frag,
                 scope,
@@ -224,7 +239,11 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
     let names_it = |n: Node| syntax::text(frag, n) == name;
     while let Some(n) = stack.pop() {
         // Skip subtrees whose text cannot contain the name.
-        if !frag.text.get(n.byte_range()).is_some_and(|t| t.contains(name)) {
+        if !frag
+            .text
+            .get(n.byte_range())
+            .is_some_and(|t| t.contains(name))
+        {
             continue;
         }
         match n.kind() {
@@ -242,7 +261,9 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
                 let callee = n.field("function");
                 let plain = callee.is_some_and(|f| match f.kind() {
                     "identifier" => names_it(f),
-                    "qualified_identifier" => f.field("name").is_some_and(|x| x.kind() == "identifier" && names_it(x)),
+                    "qualified_identifier" => f
+                        .field("name")
+                        .is_some_and(|x| x.kind() == "identifier" && names_it(x)),
                     _ => false,
                 });
                 if plain {
@@ -265,37 +286,56 @@ impl<'u> Lowerer<'u> {
     /// types, so expressions over them have types (for deduction).
     fn bind_host_params(&mut self, f: DeclId) {
         let d = self.index.decl(f).clone();
-        let Some(mut decl) = d.node.field("declarator") else { return };
+        let Some(mut decl) = d.node.field("declarator") else {
+            return;
+        };
         while decl.kind() != "function_declarator" {
             match decl.field("declarator") {
                 Some(inner) => decl = inner,
                 None => return,
             }
         }
-        let Some(params) = decl.field("parameters") else { return };
+        let Some(params) = decl.field("parameters") else {
+            return;
+        };
         for p in named_children(params) {
-            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+            if !matches!(
+                p.kind(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
                 continue;
             }
             let (ty, name) = self.declared_type(p);
             if let Some(name) = name {
                 let ty = ty.strip_ref().clone();
-                self.bind(&name, super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))));
+                self.bind(
+                    &name,
+                    super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))),
+                );
             }
         }
     }
 
     /// The full argument tuple of a call to template `target` with explicit
     /// arguments and operands, when overload resolution accepts it.
-    fn deduced_tuple(&mut self, target: DeclId, explicit: &[TArg], operands: &[super::call::Operand]) -> Option<Vec<TArg>> {
+    fn deduced_tuple(
+        &mut self,
+        target: DeclId,
+        explicit: &[TArg],
+        operands: &[super::call::Operand],
+    ) -> Option<Vec<TArg>> {
         let d = self.index.decl(target).clone();
         let params = d.template?;
         let (env, _) = self.viable_for(target, explicit, operands)?;
         let mut tuple = Vec::new();
         for p in named_children(params) {
-            let Some(name) = super::call::template_param_name(d.frag, p) else { continue };
+            let Some(name) = super::call::template_param_name(d.frag, p) else {
+                continue;
+            };
             match env.get(&name) {
-                Some(TArg::Pack(items)) if p.kind().starts_with("variadic") => tuple.extend(items.iter().cloned()),
+                Some(TArg::Pack(items)) if p.kind().starts_with("variadic") => {
+                    tuple.extend(items.iter().cloned())
+                }
                 Some(a) => tuple.push(a.clone()),
                 None => break,
             }
@@ -318,7 +358,9 @@ impl<'u> Lowerer<'u> {
                     }
                     if stmt.kind() == "declaration" {
                         let text = syntax::text(self.frag(), stmt);
-                        if text.contains("constexpr") || text.split_whitespace().any(|w| w == "const") {
+                        if text.contains("constexpr")
+                            || text.split_whitespace().any(|w| w == "const")
+                        {
                             let mut cursor = stmt.walk();
                             let names: Vec<String> = stmt
                                 .children_by_field_name("declarator", &mut cursor)

@@ -35,7 +35,16 @@ pub struct Layout {
 }
 
 /// Namespaces whose types are modelled by name (see `builtins`).
-const LIBRARY_NAMESPACES: [&str; 8] = ["cub", "cooperative_groups", "cg", "nvcuda", "wmma", "std", "rocprim", "hipcub"];
+const LIBRARY_NAMESPACES: [&str; 8] = [
+    "cub",
+    "cooperative_groups",
+    "cg",
+    "nvcuda",
+    "wmma",
+    "std",
+    "rocprim",
+    "hipcub",
+];
 
 impl<'u> Lowerer<'u> {
     /// The type and name a declaration (parameter, field, variable with one
@@ -52,7 +61,11 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Applies pointer, reference and array declarators to a base type.
-    pub(super) fn apply_declarator(&mut self, base: Type, declarator: Node<'u>) -> (Type, Option<String>) {
+    pub(super) fn apply_declarator(
+        &mut self,
+        base: Type,
+        declarator: Node<'u>,
+    ) -> (Type, Option<String>) {
         let mut ty = base;
         let mut node = declarator;
         // Array bounds apply inside out: `T a[2][3]` is an array of 2 arrays of 3.
@@ -78,8 +91,11 @@ impl<'u> Lowerer<'u> {
                     });
                     arrays.push(size);
                 }
-                "init_declarator" | "parenthesized_declarator" | "abstract_parenthesized_declarator"
-                | "attributed_declarator" | "variadic_declarator" => {}
+                "init_declarator"
+                | "parenthesized_declarator"
+                | "abstract_parenthesized_declarator"
+                | "attributed_declarator"
+                | "variadic_declarator" => {}
                 "function_declarator" | "abstract_function_declarator" => {
                     // A function type: only function pointers reach here; model as opaque.
                     ty = Type::Opaque("function".into());
@@ -95,7 +111,12 @@ impl<'u> Lowerer<'u> {
             let next = node.field("declarator").or_else(|| {
                 named_children(node)
                     .into_iter()
-                    .find(|c| !matches!(c.kind(), "type_qualifier" | "attribute_declaration" | "attribute_specifier"))
+                    .find(|c| {
+                        !matches!(
+                            c.kind(),
+                            "type_qualifier" | "attribute_declaration" | "attribute_specifier"
+                        )
+                    })
                     .filter(|c| !c.is_extra())
             });
             match next {
@@ -127,7 +148,9 @@ impl<'u> Lowerer<'u> {
     /// A type specifier.
     pub(super) fn type_node(&mut self, node: Node<'u>) -> Type {
         match node.kind() {
-            "primitive_type" => named_scalar(self.text(node)).unwrap_or(Type::Opaque(self.text(node).into())),
+            "primitive_type" => {
+                named_scalar(self.text(node)).unwrap_or(Type::Opaque(self.text(node).into()))
+            }
             "sized_type_specifier" => {
                 let text = normalize_spelling(self.text(node));
                 named_scalar(&text).unwrap_or_else(|| {
@@ -158,7 +181,9 @@ impl<'u> Lowerer<'u> {
                             .position(|d| d.node.id() == node.id())
                             .map(|i| DeclId(i as u32));
                         match id {
-                            Some(id) if self.index.decl(id).kind == DeclKind::Class => self.class_type(id, Vec::new()),
+                            Some(id) if self.index.decl(id).kind == DeclKind::Class => {
+                                self.class_type(id, Vec::new())
+                            }
                             _ => Type::Opaque("anonymous".into()),
                         }
                     }
@@ -168,7 +193,10 @@ impl<'u> Lowerer<'u> {
             "decltype" => match named_children(node).first() {
                 Some(e) if e.kind() == "qualified_identifier" => {
                     // `decltype(S::member)`: the member's declared type.
-                    let member = e.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
+                    let member = e
+                        .field("name")
+                        .map(|n| normalize(self.text(n)))
+                        .unwrap_or_default();
                     match e.field("scope").and_then(|s| self.scope_as_type(s)) {
                         Some(t @ Type::Class(_)) => match self.field(&t, &member) {
                             Some((_, _, fty)) => fty,
@@ -269,7 +297,8 @@ impl<'u> Lowerer<'u> {
             class: self.decl_class(id),
         };
         if let Some(params) = d.template {
-            let env = self.bind_template_params(ctx.clone(), params, &args, &TemplateEnv::new(), true);
+            let env =
+                self.bind_template_params(ctx.clone(), params, &args, &TemplateEnv::new(), true);
             let mut merged = (*ctx.tenv).clone();
             merged.extend(env);
             ctx.tenv = Rc::new(merged);
@@ -306,9 +335,11 @@ impl<'u> Lowerer<'u> {
     fn decl_class(&self, id: DeclId) -> Option<Rc<ClassInst>> {
         let d = self.index.decl(id);
         match self.index.scope(d.scope).kind {
-            ScopeKind::Class(_) => self.ctx().class.clone().filter(|c| {
-                self.index.decl(c.decl).members == Some(d.scope)
-            }),
+            ScopeKind::Class(_) => self
+                .ctx()
+                .class
+                .clone()
+                .filter(|c| self.index.decl(c.decl).members == Some(d.scope)),
             _ => None,
         }
     }
@@ -348,7 +379,10 @@ impl<'u> Lowerer<'u> {
             }));
         }
         let path = normalize(self.text(scope_node));
-        let parts: Vec<&str> = path.split("::").map(|p| p.split('<').next().unwrap_or(p)).collect();
+        let parts: Vec<&str> = path
+            .split("::")
+            .map(|p| p.split('<').next().unwrap_or(p))
+            .collect();
         let scope = self.resolve_scope_path(&parts);
         match name_node.kind() {
             "qualified_identifier" => {
@@ -415,7 +449,9 @@ impl<'u> Lowerer<'u> {
                     return Some(t);
                 }
                 let ids = self.index.lookup(self.ctx().scope, &name);
-                if ids.iter().any(|&id| matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)) {
+                if ids.iter().any(|&id| {
+                    matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)
+                }) {
                     return self.type_from_decls(&ids, Vec::new(), scope_node);
                 }
                 None
@@ -435,12 +471,14 @@ impl<'u> Lowerer<'u> {
                 return Some(current);
             }
         }
-        self.index.resolve_scope(self.ctx().scope, parts).or_else(|| {
-            self.frame()
-                .usings
-                .iter()
-                .find_map(|&u| self.index.resolve_scope(u, parts))
-        })
+        self.index
+            .resolve_scope(self.ctx().scope, parts)
+            .or_else(|| {
+                self.frame()
+                    .usings
+                    .iter()
+                    .find_map(|&u| self.index.resolve_scope(u, parts))
+            })
     }
 
     /// `name<args>`.
@@ -471,7 +509,8 @@ impl<'u> Lowerer<'u> {
         if let Some(t) = self.type_from_decls(&ids, args.clone(), node) {
             return t;
         }
-        self.library_type(&name, args).unwrap_or(Type::Opaque(name.into()))
+        self.library_type(&name, args)
+            .unwrap_or(Type::Opaque(name.into()))
     }
 
     /// Evaluates a template argument list in the current context.
@@ -516,7 +555,10 @@ impl<'u> Lowerer<'u> {
             if let Some(t) = a.field("type") {
                 // `f<T>` naming a function template: a function value.
                 if t.kind() == "template_type" {
-                    let name = t.field("name").map(|n| self.text(n).to_string()).unwrap_or_default();
+                    let name = t
+                        .field("name")
+                        .map(|n| self.text(n).to_string())
+                        .unwrap_or_default();
                     let names_function = self
                         .index
                         .lookup(self.ctx().scope, &name)
@@ -529,7 +571,9 @@ impl<'u> Lowerer<'u> {
                         }
                     }
                 }
-                if matches!(t.kind(), "type_identifier" | "qualified_identifier") && self.names_value(t) {
+                if matches!(t.kind(), "type_identifier" | "qualified_identifier")
+                    && self.names_value(t)
+                {
                     let v = self.scratch_expr_as_value_name(t);
                     if let Some(arg) = self.value_targ(&v) {
                         return vec![arg];
@@ -551,7 +595,11 @@ impl<'u> Lowerer<'u> {
                 // A value the evaluator cannot fold: keep it symbolic.
                 let text = normalize(self.text(a));
                 let ty = v.ty().scalar();
-                let ty = if ty == ScalarTy::Opaque { ScalarTy::I32 } else { ty };
+                let ty = if ty == ScalarTy::Opaque {
+                    ScalarTy::I32
+                } else {
+                    ty
+                };
                 let s = self.sym(&text, ty, SymKind::Unresolved);
                 vec![TArg::Value(CVal::Sym(s, ty))]
             }
@@ -565,18 +613,21 @@ impl<'u> Lowerer<'u> {
             let parts: Vec<&str> = text.split("::").collect();
             if let Some((last, path)) = parts.split_last() {
                 if let Some(s) = self.resolve_scope_path(path) {
-                    return self
-                        .index
-                        .lookup_in(s, last, 0)
-                        .iter()
-                        .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. }));
+                    return self.index.lookup_in(s, last, 0).iter().any(|&id| {
+                        matches!(
+                            self.index.decl(id).kind,
+                            DeclKind::Var | DeclKind::Enumerator { .. }
+                        )
+                    });
                 }
             }
             return false;
         }
         let name = self.text(node).to_string();
         match self.lookup_local(&name) {
-            Some(Binding::Value(Value::Type(_))) | Some(Binding::Type(_)) | Some(Binding::TypePack(_)) => false,
+            Some(Binding::Value(Value::Type(_)))
+            | Some(Binding::Type(_))
+            | Some(Binding::TypePack(_)) => false,
             Some(_) => true,
             None => {
                 if let Some(class) = self.ctx().class.clone() {
@@ -586,7 +637,10 @@ impl<'u> Lowerer<'u> {
                     let members = self.index.decl(class.decl).members;
                     if let Some(m) = members {
                         if self.index.lookup_in(m, &name, 0).iter().any(|&id| {
-                            matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. })
+                            matches!(
+                                self.index.decl(id).kind,
+                                DeclKind::Var | DeclKind::Enumerator { .. }
+                            )
                         }) {
                             return true;
                         }
@@ -594,7 +648,10 @@ impl<'u> Lowerer<'u> {
                 }
                 let ids = self.index.lookup(self.ctx().scope, &name);
                 ids.iter().any(|&id| {
-                    matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. } | DeclKind::Function)
+                    matches!(
+                        self.index.decl(id).kind,
+                        DeclKind::Var | DeclKind::Enumerator { .. } | DeclKind::Function
+                    )
                 })
             }
         }
@@ -609,7 +666,9 @@ impl<'u> Lowerer<'u> {
     pub(super) fn value_targ(&mut self, v: &Value) -> Option<TArg> {
         match v {
             Value::Scalar(Expr::Int(i, ty), _) => Some(TArg::Value(CVal::Int(*i, *ty))),
-            Value::Scalar(Expr::Bool(b), _) => Some(TArg::Value(CVal::Int(*b as i128, ScalarTy::Bool))),
+            Value::Scalar(Expr::Bool(b), _) => {
+                Some(TArg::Value(CVal::Int(*b as i128, ScalarTy::Bool)))
+            }
             Value::Scalar(Expr::Sym(s), t) => Some(TArg::Value(CVal::Sym(*s, t.scalar()))),
             Value::Type(t) => Some(TArg::Type(t.clone())),
             Value::Func(f) => Some(TArg::Func(f.clone())),
@@ -630,7 +689,12 @@ impl<'u> Lowerer<'u> {
 
     /// Instantiates a class template (or names a plain class): picks the most
     /// specialised definition among `candidates` whose pattern matches `args`.
-    pub(super) fn instantiate_class(&mut self, candidates: &[DeclId], args: Vec<TArg>, _node: Node<'u>) -> Type {
+    pub(super) fn instantiate_class(
+        &mut self,
+        candidates: &[DeclId],
+        args: Vec<TArg>,
+        _node: Node<'u>,
+    ) -> Type {
         let primary = candidates
             .iter()
             .copied()
@@ -639,10 +703,9 @@ impl<'u> Lowerer<'u> {
                 d.specialization.is_none() && d.template.is_some()
             })
             .or_else(|| {
-                candidates
-                    .iter()
-                    .copied()
-                    .find(|&id| self.index.decl(id).specialization.is_none() && self.index.decl(id).defined)
+                candidates.iter().copied().find(|&id| {
+                    self.index.decl(id).specialization.is_none() && self.index.decl(id).defined
+                })
             })
             .or_else(|| candidates.first().copied());
         let Some(primary) = primary else {
@@ -694,7 +757,9 @@ impl<'u> Lowerer<'u> {
         let mut best: Option<(DeclId, TemplateEnv, usize)> = None;
         for id in specs {
             let d = self.index.decl(id).clone();
-            let Some(spec_args) = d.specialization else { continue };
+            let Some(spec_args) = d.specialization else {
+                continue;
+            };
             if let Some(env) = self.match_specialization(id, spec_args, &inst.args) {
                 // More specialised = fewer template parameters left to deduce.
                 let free = d.template.map_or(0, |t| named_children(t).len());
@@ -715,9 +780,9 @@ impl<'u> Lowerer<'u> {
                 .members
                 .get(&primary.name)
                 .and_then(|ids| {
-                    ids.iter()
-                        .copied()
-                        .find(|&id| self.index.decl(id).defined && self.index.decl(id).specialization.is_none())
+                    ids.iter().copied().find(|&id| {
+                        self.index.decl(id).defined && self.index.decl(id).specialization.is_none()
+                    })
                 })
                 .unwrap_or(inst.decl)
         };
@@ -738,13 +803,26 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Matches a specialisation's argument patterns against actual arguments.
-    fn match_specialization(&mut self, id: DeclId, spec_args: Node<'u>, actual: &[TArg]) -> Option<TemplateEnv> {
+    fn match_specialization(
+        &mut self,
+        id: DeclId,
+        spec_args: Node<'u>,
+        actual: &[TArg],
+    ) -> Option<TemplateEnv> {
         let d = self.index.decl(id).clone();
         let params: Vec<String> = d
             .template
-            .map(|t| named_children(t).into_iter().filter_map(|p| call::template_param_name(d.frag, p)).collect())
+            .map(|t| {
+                named_children(t)
+                    .into_iter()
+                    .filter_map(|p| call::template_param_name(d.frag, p))
+                    .collect()
+            })
             .unwrap_or_default();
-        let patterns: Vec<Node> = named_children(spec_args).into_iter().filter(|c| c.kind() != "comment").collect();
+        let patterns: Vec<Node> = named_children(spec_args)
+            .into_iter()
+            .filter(|c| c.kind() != "comment")
+            .collect();
         if patterns.len() != actual.len() {
             return None;
         }
@@ -769,7 +847,9 @@ impl<'u> Lowerer<'u> {
             // A pattern using parameters inside (`tile<I, J, T>`): deduce structurally.
             if super::call::mentions(&text, &params) {
                 if let TArg::Type(t) = arg {
-                    let ok = self.in_ctx(ctx.clone(), |l| l.deduce_type_pattern(*pat, t, &params, &mut env));
+                    let ok = self.in_ctx(ctx.clone(), |l| {
+                        l.deduce_type_pattern(*pat, t, &params, &mut env)
+                    });
                     if ok {
                         continue;
                     }
@@ -810,7 +890,12 @@ impl<'u> Lowerer<'u> {
         self.member_type_with_args(inst, name, Vec::new())
     }
 
-    fn member_type_with_args(&mut self, inst: &Rc<ClassInst>, name: &str, args: Vec<TArg>) -> Option<Type> {
+    fn member_type_with_args(
+        &mut self,
+        inst: &Rc<ClassInst>,
+        name: &str,
+        args: Vec<TArg>,
+    ) -> Option<Type> {
         let ctx = self.class_ctx(inst);
         if name == inst.name && args.is_empty() {
             return Some(Type::Class(inst.clone()));
@@ -818,7 +903,12 @@ impl<'u> Lowerer<'u> {
         let ids = self.index.lookup_in(ctx.scope, name, 0);
         let types: Vec<DeclId> = ids
             .into_iter()
-            .filter(|&id| matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias | DeclKind::Enum))
+            .filter(|&id| {
+                matches!(
+                    self.index.decl(id).kind,
+                    DeclKind::Class | DeclKind::Alias | DeclKind::Enum
+                )
+            })
             .collect();
         if !types.is_empty() {
             let node = self.index.decl(types[0]).node;
@@ -840,7 +930,13 @@ impl<'u> Lowerer<'u> {
                 if layout.union {
                     return None;
                 }
-                Some(layout.fields.iter().map(|f| (f.name.clone(), f.ty.clone())).collect())
+                Some(
+                    layout
+                        .fields
+                        .iter()
+                        .map(|f| (f.name.clone(), f.ty.clone()))
+                        .collect(),
+                )
             }
             _ => None,
         }
@@ -882,7 +978,12 @@ impl<'u> Lowerer<'u> {
         let def = ctx.class.as_ref().map(|c| c.decl).unwrap_or(inst.decl);
         let union = self.index.decl(def).node.kind() == "union_specifier";
         let field_ids = self.index.scope(ctx.scope).fields.clone();
-        let bases = self.index.bases.get(&ctx.scope).cloned().unwrap_or_default();
+        let bases = self
+            .index
+            .bases
+            .get(&ctx.scope)
+            .cloned()
+            .unwrap_or_default();
         let layout = self.in_ctx(ctx, |l| {
             let mut fields = Vec::new();
             let mut offset: Option<u64> = Some(0);
@@ -1010,7 +1111,11 @@ impl<'u> Lowerer<'u> {
                     return None;
                 }
                 let (es, _) = v.elem.builtin_layout()?;
-                Some((i, Expr::int((i as u64 * es) as i128, ScalarTy::I64), (*v.elem).clone()))
+                Some((
+                    i,
+                    Expr::int((i as u64 * es) as i128, ScalarTy::I64),
+                    (*v.elem).clone(),
+                ))
             }
             Type::Class(inst) => {
                 let layout = self.layout(inst);
@@ -1025,7 +1130,11 @@ impl<'u> Lowerer<'u> {
                             let off = match (fo, inner.as_int()) {
                                 (Some(a), Some(b)) => Expr::int(a as i128 + b, ScalarTy::I64),
                                 _ => {
-                                    let s = self.sym(&format!("offsetof({}, {name})", ty.display()), ScalarTy::I64, SymKind::Layout);
+                                    let s = self.sym(
+                                        &format!("offsetof({}, {name})", ty.display()),
+                                        ScalarTy::I64,
+                                        SymKind::Layout,
+                                    );
                                     Expr::Sym(s)
                                 }
                             };
@@ -1038,7 +1147,11 @@ impl<'u> Lowerer<'u> {
                 let off = match f.offset {
                     Some(o) => Expr::int(o as i128, ScalarTy::I64),
                     None => {
-                        let s = self.sym(&format!("offsetof({}, {name})", ty.display()), ScalarTy::I64, SymKind::Layout);
+                        let s = self.sym(
+                            &format!("offsetof({}, {name})", ty.display()),
+                            ScalarTy::I64,
+                            SymKind::Layout,
+                        );
                         Expr::Sym(s)
                     }
                 };
@@ -1076,7 +1189,9 @@ impl<'u> Lowerer<'u> {
             "type_descriptor" => (pattern.field("type"), pattern.field("declarator")),
             _ => (Some(pattern), None),
         };
-        let Some(type_node) = type_node else { return false };
+        let Some(type_node) = type_node else {
+            return false;
+        };
         // Peel the declarator against the actual type.
         let mut actual = actual.clone();
         if let Some(d) = declarator {
@@ -1095,7 +1210,10 @@ impl<'u> Lowerer<'u> {
                             if let (Some(size), Some(count)) = (n.field("size"), n_elems) {
                                 let name = normalize(self.text(size));
                                 if params.contains(&name) {
-                                    env.insert(name, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
+                                    env.insert(
+                                        name,
+                                        TArg::Value(CVal::Int(count as i128, ScalarTy::I32)),
+                                    );
                                 }
                             }
                             actual = (*inner).clone();
@@ -1116,7 +1234,9 @@ impl<'u> Lowerer<'u> {
             return true;
         }
         if type_node.kind() == "template_type" {
-            let Type::Class(inst) = &actual else { return false };
+            let Type::Class(inst) = &actual else {
+                return false;
+            };
             let name = type_node
                 .field("name")
                 .map(|n| self.text(n).to_string())
@@ -1218,8 +1338,14 @@ fn targ_equivalent(a: Option<&TArg>, b: &TArg) -> bool {
 
 /// `unsigned   long` → `unsigned long`; `long unsigned int` → `unsigned long int`.
 fn normalize_spelling(text: &str) -> String {
-    let mut words: Vec<&str> = text.split_whitespace().filter(|w| *w != "const" && *w != "volatile").collect();
-    if let Some(i) = words.iter().position(|w| *w == "unsigned" || *w == "signed") {
+    let mut words: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| *w != "const" && *w != "volatile")
+        .collect();
+    if let Some(i) = words
+        .iter()
+        .position(|w| *w == "unsigned" || *w == "signed")
+    {
         let w = words.remove(i);
         words.insert(0, w);
     }

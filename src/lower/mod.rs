@@ -32,7 +32,10 @@ use tree_sitter::Node;
 
 use crate::syntax::NodeExt;
 
-use crate::ir::{self, Expr, Kernel, LabelId, MemObject, ObjectId, ObjectKind, OpId, ScalarTy, Space, Stmt, StmtKind, SymId, SymKind, VarId};
+use crate::ir::{
+    self, Expr, Kernel, LabelId, MemObject, ObjectId, ObjectKind, OpId, ScalarTy, Space, Stmt,
+    StmtKind, SymId, SymKind, VarId,
+};
 use crate::preprocess::{Fragment, Unit};
 use crate::source::Span;
 use crate::syntax;
@@ -79,7 +82,10 @@ enum TargetKind {
     Switch,
     /// An iteration of an unrolled range-for: `break` and `continue` leave
     /// labelled blocks.
-    Unrolled { brk: LabelId, cont: LabelId },
+    Unrolled {
+        brk: LabelId,
+        cont: LabelId,
+    },
 }
 
 /// A `break`/`continue` target.
@@ -212,14 +218,25 @@ pub fn kernel_defs(index: &Index) -> Vec<KernelDef> {
 
 /// Lowers one kernel instantiation. `args` binds its template parameters in
 /// order; missing ones take their defaults or stay symbolic.
-pub fn lower_kernel(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId, args: &[Option<TArg>]) -> Kernel {
+pub fn lower_kernel(
+    unit: &Unit,
+    index: &Index,
+    config: &LowerConfig,
+    kernel: DeclId,
+    args: &[Option<TArg>],
+) -> Kernel {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.kernel(kernel, args);
     l.finish()
 }
 
 impl<'u> Lowerer<'u> {
-    fn new(unit: &'u Unit, index: &'u Index<'u>, config: &'u LowerConfig, kernel: DeclId) -> Lowerer<'u> {
+    fn new(
+        unit: &'u Unit,
+        index: &'u Index<'u>,
+        config: &'u LowerConfig,
+        kernel: DeclId,
+    ) -> Lowerer<'u> {
         let d = index.decl(kernel);
         let span = syntax::span(d.frag, d.node);
         Lowerer {
@@ -288,11 +305,15 @@ impl<'u> Lowerer<'u> {
     // ----- contexts and frames -------------------------------------------------
 
     fn frame(&self) -> &Frame<'u> {
-        self.frames.last().expect("lowering always runs inside a frame")
+        self.frames
+            .last()
+            .expect("lowering always runs inside a frame")
     }
 
     fn frame_mut(&mut self) -> &mut Frame<'u> {
-        self.frames.last_mut().expect("lowering always runs inside a frame")
+        self.frames
+            .last_mut()
+            .expect("lowering always runs inside a frame")
     }
 
     fn ctx(&self) -> &Ctx<'u> {
@@ -432,11 +453,19 @@ impl<'u> Lowerer<'u> {
                 for (k, obj) in objects.iter().enumerate().rev() {
                     let Some(obj) = obj else { continue };
                     let access = Stmt {
-                        kind: StmtKind::Access(ir::Access { object: *obj, ..a.clone() }),
+                        kind: StmtKind::Access(ir::Access {
+                            object: *obj,
+                            ..a.clone()
+                        }),
                         span,
                         site,
                     };
-                    let cond = ir::fold::binary(ir::BinOp::Eq, ScalarTy::I32, Expr::Var(selector), Expr::int(k as i128, ScalarTy::I32));
+                    let cond = ir::fold::binary(
+                        ir::BinOp::Eq,
+                        ScalarTy::I32,
+                        Expr::Var(selector),
+                        Expr::int(k as i128, ScalarTy::I32),
+                    );
                     chain = ir::Block(vec![Stmt {
                         kind: StmtKind::If {
                             cond,
@@ -488,7 +517,9 @@ impl<'u> Lowerer<'u> {
                     site: self.k.span,
                 }]);
                 block.walk(&mut |s| match &s.kind {
-                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => assigned.push(*var),
+                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => {
+                        assigned.push(*var)
+                    }
                     _ => {}
                 });
                 for v in assigned {
@@ -564,7 +595,14 @@ impl<'u> Lowerer<'u> {
         id
     }
 
-    fn new_object(&mut self, name: &str, space: Space, kind: ObjectKind, elem: &Type, span: Span) -> ObjectId {
+    fn new_object(
+        &mut self,
+        name: &str,
+        space: Space,
+        kind: ObjectKind,
+        elem: &Type,
+        span: Span,
+    ) -> ObjectId {
         let id = ObjectId(self.k.objects.len() as u32);
         self.k.objects.push(MemObject {
             name: name.to_string(),
@@ -584,7 +622,13 @@ impl<'u> Lowerer<'u> {
         }
         let name = format!("<untraced {}>", format!("{space:?}").to_lowercase());
         let span = self.k.span;
-        let o = self.new_object(&name, space, ObjectKind::Untraced, &Type::Opaque("?".into()), span);
+        let o = self.new_object(
+            &name,
+            space,
+            ObjectKind::Untraced,
+            &Type::Opaque("?".into()),
+            span,
+        );
         self.untraced.insert(space, o);
         o
     }
@@ -594,7 +638,9 @@ impl<'u> Lowerer<'u> {
             return o;
         }
         let id = OpId(self.k.ops.len() as u32);
-        self.k.ops.push(ir::OpInfo { name: name.to_string() });
+        self.k.ops.push(ir::OpInfo {
+            name: name.to_string(),
+        });
         self.ops.insert(name.to_string(), id);
         id
     }
@@ -647,9 +693,14 @@ impl<'u> Lowerer<'u> {
             // Arguments by parameter name; a variadic parameter takes the rest.
             let mut given = TemplateEnv::new();
             for (i, p) in syntax::named_children(params).into_iter().enumerate() {
-                let Some(name) = call::template_param_name(d.frag, p) else { continue };
+                let Some(name) = call::template_param_name(d.frag, p) else {
+                    continue;
+                };
                 if p.kind().starts_with("variadic") {
-                    let rest: Option<Vec<TArg>> = args.get(i..).map(|r| r.iter().cloned().collect()).unwrap_or(Some(Vec::new()));
+                    let rest: Option<Vec<TArg>> = args
+                        .get(i..)
+                        .map(|r| r.iter().cloned().collect())
+                        .unwrap_or(Some(Vec::new()));
                     if let Some(rest) = rest {
                         given.insert(name, TArg::Pack(rest));
                     }
@@ -694,7 +745,11 @@ impl<'u> Lowerer<'u> {
     fn targ_display(&self, a: &TArg) -> String {
         match a {
             TArg::Value(CVal::Sym(s, _)) => format!("<symbolic {}>", self.k.syms[s.index()].name),
-            TArg::Func(f) => f.ids.first().map(|&d| self.index.decl(d).name.clone()).unwrap_or_default(),
+            TArg::Func(f) => f
+                .ids
+                .first()
+                .map(|&d| self.index.decl(d).name.clone())
+                .unwrap_or_default(),
             other => other.display(),
         }
     }
@@ -748,22 +803,32 @@ impl<'u> Lowerer<'u> {
             return;
         };
         let body = declarator.parent().and_then(|f| f.field("body"));
-        let assigned = body.map(|b| assigned_names(self.frag(), b)).unwrap_or_default();
+        let assigned = body
+            .map(|b| assigned_names(self.frag(), b))
+            .unwrap_or_default();
         for (index, p) in syntax::named_children(params).into_iter().enumerate() {
             if p.kind() == "variadic_parameter_declaration" {
                 self.kernel_param_pack(p, index as u32);
                 continue;
             }
-            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+            if !matches!(
+                p.kind(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
                 continue;
             }
             let (ty, name) = self.declared_type(p);
             let name = name.unwrap_or_else(|| format!("param{index}"));
-            let restrict = self.text(p).contains("__restrict__") || self.text(p).contains("restrict");
+            let restrict =
+                self.text(p).contains("__restrict__") || self.text(p).contains("restrict");
             let span = self.span(p);
             let place = self.param_place(&name, &ty, index as u32, "", restrict, span);
             // A parameter the kernel never assigns is its entry value everywhere.
-            let place = if assigned.contains(&name) { place } else { self.fixed_param(place) };
+            let place = if assigned.contains(&name) {
+                place
+            } else {
+                self.fixed_param(place)
+            };
             self.bind(&name, Binding::Place(place));
         }
     }
@@ -778,7 +843,11 @@ impl<'u> Lowerer<'u> {
             }
         };
         match place {
-            Place::PtrVar { slot, pointee, offset } => {
+            Place::PtrVar {
+                slot,
+                pointee,
+                offset,
+            } => {
                 drop_entry(self, offset);
                 let object = self.ptr_slots[slot].objects.first().copied().flatten();
                 Place::Temp(Value::Ptr(Ptr {
@@ -803,14 +872,20 @@ impl<'u> Lowerer<'u> {
                     None => Place::Var(v, ty),
                 }
             }
-            Place::Fields(ty, places) => Place::Fields(ty, places.into_iter().map(|p| self.fixed_param(p)).collect()),
+            Place::Fields(ty, places) => Place::Fields(
+                ty,
+                places.into_iter().map(|p| self.fixed_param(p)).collect(),
+            ),
             other => other,
         }
     }
 
     /// `Ts... args`: one parameter per type of the pack.
     fn kernel_param_pack(&mut self, p: Node<'u>, index: u32) {
-        let pack_name = p.field("type").map(|t| self.text(t).trim().to_string()).unwrap_or_default();
+        let pack_name = p
+            .field("type")
+            .map(|t| self.text(t).trim().to_string())
+            .unwrap_or_default();
         let name = p
             .field("declarator")
             .and_then(|d| index::declarator_name(self.frag(), d))
@@ -820,7 +895,10 @@ impl<'u> Lowerer<'u> {
             Some(Binding::TypePack(ts)) => ts,
             Some(Binding::Pack(items)) if items.is_empty() => Vec::new(),
             _ => {
-                self.unknown(p, format!("kernel parameter pack `{name}` of an unknown length"));
+                self.unknown(
+                    p,
+                    format!("kernel parameter pack `{name}` of an unknown length"),
+                );
                 return;
             }
         };
@@ -828,7 +906,8 @@ impl<'u> Lowerer<'u> {
         let span = self.span(p);
         let mut places = Vec::new();
         for (i, t) in types.iter().enumerate() {
-            let place = self.param_place(&format!("{name}{i}"), t, index + i as u32, "", false, span);
+            let place =
+                self.param_place(&format!("{name}{i}"), t, index + i as u32, "", false, span);
             places.push(Binding::Place(place));
         }
         self.bind(&name, Binding::Pack(places));
@@ -836,7 +915,15 @@ impl<'u> Lowerer<'u> {
 
     /// The place of a kernel parameter (or a member of a by-value struct parameter):
     /// pointers get their own global object, scalars an IR parameter.
-    fn param_place(&mut self, name: &str, ty: &Type, index: u32, path: &str, restrict: bool, span: Span) -> Place {
+    fn param_place(
+        &mut self,
+        name: &str,
+        ty: &Type,
+        index: u32,
+        path: &str,
+        restrict: bool,
+        span: Span,
+    ) -> Place {
         let ty = ty.strip_ref().clone();
         let full = if path.is_empty() {
             name.to_string()
@@ -846,7 +933,16 @@ impl<'u> Lowerer<'u> {
         match &ty {
             Type::Ptr(pointee) => {
                 let space = Space::Global;
-                let obj = self.new_object(&full, space, ObjectKind::Param { index, path: path.to_string() }, pointee, span);
+                let obj = self.new_object(
+                    &full,
+                    space,
+                    ObjectKind::Param {
+                        index,
+                        path: path.to_string(),
+                    },
+                    pointee,
+                    span,
+                );
                 self.k.objects[obj.index()].restrict = restrict;
                 let off = self.new_var(&full, ScalarTy::I64, span);
                 let slot = self.ptr_slots.len();
@@ -877,7 +973,13 @@ impl<'u> Lowerer<'u> {
                     ty: sty,
                 });
                 let var = self.new_var(&full, sty, span);
-                self.emit(StmtKind::Assign { var, value: Expr::Param(pi) }, span);
+                self.emit(
+                    StmtKind::Assign {
+                        var,
+                        value: Expr::Param(pi),
+                    },
+                    span,
+                );
                 Place::Var(var, t.clone())
             }
             Type::Class(_) | Type::Vector(_) => {
@@ -886,13 +988,21 @@ impl<'u> Lowerer<'u> {
                     Some(fields) if !self.has_array(&ty) => {
                         let places = fields
                             .iter()
-                            .map(|(fname, fty)| self.param_place(fname, fty, index, &full, restrict, span))
+                            .map(|(fname, fty)| {
+                                self.param_place(fname, fty, index, &full, restrict, span)
+                            })
                             .collect();
                         Place::Fields(ty.clone(), places)
                     }
                     _ => {
                         // A struct holding arrays: its contents are per-launch constants we do not track.
-                        let obj = self.new_object(&full, Space::Local, ObjectKind::Local { bytes: None }, &ty, span);
+                        let obj = self.new_object(
+                            &full,
+                            Space::Local,
+                            ObjectKind::Local { bytes: None },
+                            &ty,
+                            span,
+                        );
                         Place::Mem(
                             Ptr {
                                 object: Some(obj),
@@ -927,8 +1037,13 @@ fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<Stri
         loop {
             match n.kind() {
                 "identifier" => return Some(syntax::text(frag, n).to_string()),
-                "field_expression" | "subscript_expression" | "parenthesized_expression" | "pointer_expression" => {
-                    n = n.field("argument").or_else(|| syntax::named_children(n).first().copied())?;
+                "field_expression"
+                | "subscript_expression"
+                | "parenthesized_expression"
+                | "pointer_expression" => {
+                    n = n
+                        .field("argument")
+                        .or_else(|| syntax::named_children(n).first().copied())?;
                 }
                 _ => return None,
             }
@@ -938,13 +1053,22 @@ fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<Stri
         let target = match n.kind() {
             "assignment_expression" => n.field("left"),
             "update_expression" => n.field("argument"),
-            "pointer_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == "&") => n.field("argument"),
+            "pointer_expression"
+                if n.field("operator")
+                    .is_some_and(|o| syntax::text(frag, o) == "&") =>
+            {
+                n.field("argument")
+            }
             _ => None,
         };
         if let Some(t) = target {
             // `p[i] = v` writes memory, not `p`; `p = …`, `p += …`, `s.f = …` change the variable.
-            let direct = matches!(t.kind(), "identifier" | "field_expression" | "parenthesized_expression")
-                && !(t.kind() == "field_expression" && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
+            let direct = matches!(
+                t.kind(),
+                "identifier" | "field_expression" | "parenthesized_expression"
+            ) && !(t.kind() == "field_expression"
+                && t.field("operator")
+                    .is_some_and(|o| syntax::text(frag, o) == "->"));
             if direct || n.kind() == "pointer_expression" {
                 if let Some(name) = root_name(t) {
                     out.insert(name);
@@ -961,7 +1085,11 @@ fn remove_assignments(stmts: &mut Vec<Stmt>, vars: &std::collections::HashSet<Va
     stmts.retain(|s| !matches!(&s.kind, StmtKind::Assign { var, .. } if vars.contains(var)));
     for s in stmts.iter_mut() {
         match &mut s.kind {
-            StmtKind::If { then_block, else_block, .. } => {
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
                 remove_assignments(&mut then_block.0, vars);
                 remove_assignments(&mut else_block.0, vars);
             }

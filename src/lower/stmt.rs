@@ -19,7 +19,7 @@ use super::types::Type;
 use super::value::{Binding, Place, Ptr, Value};
 use super::{Lowerer, Target, TargetKind};
 use crate::ir::fold;
-use crate::ir::{BinOp, Block, Expr, ExitKind, Loop, ObjectKind, ScalarTy, Space, StmtKind};
+use crate::ir::{BinOp, Block, ExitKind, Expr, Loop, ObjectKind, ScalarTy, Space, StmtKind};
 use crate::syntax::{self, named_children};
 
 impl<'u> Lowerer<'u> {
@@ -66,7 +66,10 @@ impl<'u> Lowerer<'u> {
             "return_statement" => self.return_stmt(node),
             "labeled_statement" | "attributed_statement" => {
                 for child in named_children(node) {
-                    if !matches!(child.kind(), "statement_identifier" | "attribute_declaration") {
+                    if !matches!(
+                        child.kind(),
+                        "statement_identifier" | "attribute_declaration"
+                    ) {
                         self.stmt(child);
                     }
                 }
@@ -75,7 +78,9 @@ impl<'u> Lowerer<'u> {
             "type_definition" | "alias_declaration" => self.local_alias(node),
             "using_declaration" => self.local_using(node),
             "namespace_alias_definition" => {
-                if let (Some(name), Some(value)) = (node.field("name"), named_children(node).last().copied()) {
+                if let (Some(name), Some(value)) =
+                    (node.field("name"), named_children(node).last().copied())
+                {
                     let path = normalize(self.text(value));
                     let parts: Vec<&str> = path.split("::").collect();
                     if let Some(s) = self.resolve_scope_path(&parts) {
@@ -86,7 +91,9 @@ impl<'u> Lowerer<'u> {
             }
             "comment" | "empty_statement" | ";" => {}
             "goto_statement" => self.unknown(node, "goto"),
-            "try_statement" | "throw_statement" | "seh_try_statement" => self.unknown(node, format!("`{}`", node.kind())),
+            "try_statement" | "throw_statement" | "seh_try_statement" => {
+                self.unknown(node, format!("`{}`", node.kind()))
+            }
             "ERROR" => {
                 let text = super::index::normalize_spaces(self.text(node));
                 let short: String = text.chars().take(60).collect();
@@ -119,7 +126,13 @@ impl<'u> Lowerer<'u> {
                 self.dead = true;
             }
             Some(t) => {
-                self.emit_at(StmtKind::Exit { label: t.label, kind }, node);
+                self.emit_at(
+                    StmtKind::Exit {
+                        label: t.label,
+                        kind,
+                    },
+                    node,
+                );
                 self.dead = true;
             }
             None => self.unknown(node, format!("`{}` outside a loop", self.text(node).trim())),
@@ -165,9 +178,11 @@ impl<'u> Lowerer<'u> {
         };
         let cond = self.truth(cv, node);
         let consequence = node.field("consequence");
-        let alternative = node
-            .field("alternative")
-            .and_then(|e| named_children(e).into_iter().find(|c| c.kind() != "comment"));
+        let alternative = node.field("alternative").and_then(|e| {
+            named_children(e)
+                .into_iter()
+                .find(|c| c.kind() != "comment")
+        });
         match cond.as_bool() {
             Some(taken) => {
                 let branch = if taken { consequence } else { alternative };
@@ -220,7 +235,14 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Lowers a loop; `cond_node` is evaluated before the body (or after it).
-    fn lower_loop(&mut self, node: Node<'u>, test_first: bool, cond_node: Option<Node<'u>>, body: Option<Node<'u>>, update: Option<Node<'u>>) {
+    fn lower_loop(
+        &mut self,
+        node: Node<'u>,
+        test_first: bool,
+        cond_node: Option<Node<'u>>,
+        body: Option<Node<'u>>,
+        update: Option<Node<'u>>,
+    ) {
         let label = self.new_label();
         self.frame_mut().cond_depth += 1;
         self.frame_mut().targets.push(Target {
@@ -278,17 +300,24 @@ impl<'u> Lowerer<'u> {
     /// `for (T x : {a, b, c}) body`: the body once per element (unrolled),
     /// each iteration a labelled block that `continue` leaves.
     fn range_for(&mut self, node: Node<'u>) {
-        let Some(right) = node.field("right") else { return };
+        let Some(right) = node.field("right") else {
+            return;
+        };
         if right.kind() != "initializer_list" {
             self.unknown(node, "range-based for loop over a container");
             return;
         }
-        let items: Vec<Node> = named_children(right).into_iter().filter(|c| c.kind() != "comment").collect();
+        let items: Vec<Node> = named_children(right)
+            .into_iter()
+            .filter(|c| c.kind() != "comment")
+            .collect();
         let base = match node.field("type") {
             Some(t) => self.type_node(t),
             None => Type::Opaque("auto".into()),
         };
-        let Some(declarator) = node.field("declarator") else { return };
+        let Some(declarator) = node.field("declarator") else {
+            return;
+        };
         let (ty, name) = self.apply_declarator(base, declarator);
         let Some(name) = name else { return };
         let brk = self.new_label();
@@ -311,12 +340,24 @@ impl<'u> Lowerer<'u> {
                 });
                 l.dead = false;
                 l.frame_mut().targets.pop();
-                l.emit_at(StmtKind::Labeled { label: cont, body: iteration }, *item);
+                l.emit_at(
+                    StmtKind::Labeled {
+                        label: cont,
+                        body: iteration,
+                    },
+                    *item,
+                );
             }
         });
         self.frame_mut().cond_depth -= 1;
         self.dead = false;
-        self.emit_at(StmtKind::Labeled { label: brk, body: outer }, node);
+        self.emit_at(
+            StmtKind::Labeled {
+                label: brk,
+                body: outer,
+            },
+            node,
+        );
     }
 
     fn for_stmt(&mut self, node: Node<'u>) {
@@ -341,12 +382,24 @@ impl<'u> Lowerer<'u> {
 
     fn while_stmt(&mut self, node: Node<'u>) {
         self.frame_mut().locals.push(HashMap::new());
-        self.lower_loop(node, true, node.field("condition"), node.field("body"), None);
+        self.lower_loop(
+            node,
+            true,
+            node.field("condition"),
+            node.field("body"),
+            None,
+        );
         self.frame_mut().locals.pop();
     }
 
     fn do_stmt(&mut self, node: Node<'u>) {
-        self.lower_loop(node, false, node.field("condition"), node.field("body"), None);
+        self.lower_loop(
+            node,
+            false,
+            node.field("condition"),
+            node.field("body"),
+            None,
+        );
     }
 
     fn switch_stmt(&mut self, node: Node<'u>) {
@@ -460,7 +513,9 @@ impl<'u> Lowerer<'u> {
         // Control continues after the switch unless the taken entry ended in an
         // unconditional return (no `break` leaves the block then).
         let mut breaks = false;
-        body.walk(&mut |s| breaks |= matches!(s.kind, StmtKind::Exit { label: l, .. } if l == label));
+        body.walk(&mut |s| {
+            breaks |= matches!(s.kind, StmtKind::Exit { label: l, .. } if l == label)
+        });
         let ended = self.dead && !breaks;
         self.dead = false;
         if !body.0.is_empty() {
@@ -519,7 +574,10 @@ impl<'u> Lowerer<'u> {
             }
             Some(false) => {
                 let text = super::index::normalize_spaces(self.text(c));
-                self.unknown(node, format!("static_assert({text}) does not hold for this instantiation"));
+                self.unknown(
+                    node,
+                    format!("static_assert({text}) does not hold for this instantiation"),
+                );
             }
             None => self.emit_at(StmtKind::Assume(cond), node),
         }
@@ -539,7 +597,9 @@ impl<'u> Lowerer<'u> {
             None => return,
         };
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        let declarators: Vec<Node> = node
+            .children_by_field_name("declarator", &mut cursor)
+            .collect();
         for d in declarators {
             let (ty, name) = self.apply_declarator(base.clone(), d);
             if let Some(name) = name {
@@ -578,8 +638,10 @@ impl<'u> Lowerer<'u> {
         let Some(type_node) = node.field("type") else {
             return;
         };
-        if matches!(type_node.kind(), "struct_specifier" | "class_specifier" | "union_specifier")
-            && type_node.field("body").is_some()
+        if matches!(
+            type_node.kind(),
+            "struct_specifier" | "class_specifier" | "union_specifier"
+        ) && type_node.field("body").is_some()
         {
             self.local_class(type_node);
         } else if type_node.kind() == "enum_specifier" && type_node.field("body").is_some() {
@@ -588,7 +650,9 @@ impl<'u> Lowerer<'u> {
         }
         let base = self.type_node(type_node);
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
+        let declarators: Vec<Node> = node
+            .children_by_field_name("declarator", &mut cursor)
+            .collect();
         for d in declarators {
             let (ty, name) = self.apply_declarator(base.clone(), d);
             let Some(name) = name else { continue };
@@ -600,7 +664,8 @@ impl<'u> Lowerer<'u> {
             }
             if is_static && !constexpr {
                 let span = self.span(d);
-                let obj = self.new_object(&name, Space::Global, ObjectKind::GlobalVariable, &ty, span);
+                let obj =
+                    self.new_object(&name, Space::Global, ObjectKind::GlobalVariable, &ty, span);
                 let place = Place::Mem(
                     Ptr {
                         object: Some(obj),
@@ -631,7 +696,14 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Declares a local variable with an optional initializer.
-    fn declare(&mut self, name: &str, ty: Type, init: Option<Node<'u>>, is_const: bool, node: Node<'u>) {
+    fn declare(
+        &mut self,
+        name: &str,
+        ty: Type,
+        init: Option<Node<'u>>,
+        is_const: bool,
+        node: Node<'u>,
+    ) {
         let auto = matches!(&ty, Type::Opaque(n) if &**n == "auto");
         let Some(init) = init else {
             if auto {
@@ -724,7 +796,9 @@ impl<'u> Lowerer<'u> {
         }
         // An integer holding an address keeps pointing into its buffer.
         let ty = match (&ty, &value) {
-            (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => Type::ptr(Type::int(8, false)),
+            (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => {
+                Type::ptr(Type::int(8, false))
+            }
             _ => ty,
         };
         let place = self.local_place(name, &ty, node);
@@ -742,13 +816,8 @@ impl<'u> Lowerer<'u> {
             match self.dynamic_shared {
                 Some(o) => o,
                 None => {
-                    let o = self.new_object(
-                        name,
-                        Space::Shared,
-                        ObjectKind::DynamicShared,
-                        ty,
-                        span,
-                    );
+                    let o =
+                        self.new_object(name, Space::Shared, ObjectKind::DynamicShared, ty, span);
                     self.dynamic_shared = Some(o);
                     o
                 }
@@ -765,8 +834,16 @@ impl<'u> Lowerer<'u> {
             match self.shared.get(&key) {
                 Some(&o) => o,
                 None => {
-                    let bytes = self.size_align(ty).map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
-                    let o = self.new_object(name, Space::Shared, ObjectKind::StaticShared { bytes }, ty, span);
+                    let bytes = self
+                        .size_align(ty)
+                        .map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
+                    let o = self.new_object(
+                        name,
+                        Space::Shared,
+                        ObjectKind::StaticShared { bytes },
+                        ty,
+                        span,
+                    );
                     self.shared.insert(key, o);
                     o
                 }

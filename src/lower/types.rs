@@ -38,7 +38,10 @@ pub struct LibTy {
 pub enum Type {
     Void,
     Bool,
-    Int { bits: u8, signed: bool },
+    Int {
+        bits: u8,
+        signed: bool,
+    },
     Float(FloatKind),
     Ptr(Rc<Type>),
     /// Lvalue and rvalue references alike.
@@ -46,7 +49,10 @@ pub enum Type {
     Array(Rc<Type>, Option<u64>),
     Class(Rc<ClassInst>),
     Vector(Rc<VecTy>),
-    Enum { decl: DeclId, name: String },
+    Enum {
+        decl: DeclId,
+        name: String,
+    },
     Lib(Rc<LibTy>),
     /// A lambda's closure type.
     Closure(u32),
@@ -74,7 +80,10 @@ impl Type {
     }
 
     pub fn is_arith(&self) -> bool {
-        matches!(self, Type::Bool | Type::Int { .. } | Type::Float(_) | Type::Enum { .. })
+        matches!(
+            self,
+            Type::Bool | Type::Int { .. } | Type::Float(_) | Type::Enum { .. }
+        )
     }
 
     /// A pointer to a function (`void (*)(int)`).
@@ -204,7 +213,9 @@ impl TArg {
     pub fn display(&self) -> String {
         match self {
             TArg::Type(t) => t.display(),
-            TArg::Value(CVal::Int(v, ScalarTy::Bool)) => (if *v != 0 { "true" } else { "false" }).into(),
+            TArg::Value(CVal::Int(v, ScalarTy::Bool)) => {
+                (if *v != 0 { "true" } else { "false" }).into()
+            }
             TArg::Value(CVal::Int(v, _)) => v.to_string(),
             TArg::Value(CVal::Sym(s, _)) => format!("sym#{}", s.0),
             TArg::Func(f) => format!("fn#{}", f.ids.first().map_or(0, |d| d.0)),
@@ -253,9 +264,31 @@ pub fn vector_type(name: &str) -> Option<Type> {
 }
 
 const VECTOR_NAMES: [&str; 25] = [
-    "half2", "__half2", "nv_bfloat162", "__nv_bfloat162", "float2", "float3", "float4", "double2", "int2",
-    "int3", "int4", "uint2", "uint3", "dim3", "uint4", "char2", "char4", "uchar2", "uchar4", "short2",
-    "short4", "ushort2", "ushort4", "longlong2", "ulonglong2",
+    "half2",
+    "__half2",
+    "nv_bfloat162",
+    "__nv_bfloat162",
+    "float2",
+    "float3",
+    "float4",
+    "double2",
+    "int2",
+    "int3",
+    "int4",
+    "uint2",
+    "uint3",
+    "dim3",
+    "uint4",
+    "char2",
+    "char4",
+    "uchar2",
+    "uchar4",
+    "short2",
+    "short4",
+    "ushort2",
+    "ushort4",
+    "longlong2",
+    "ulonglong2",
 ];
 
 /// Field names of vector types, in order.
@@ -269,13 +302,23 @@ pub fn named_scalar(name: &str) -> Option<Type> {
         "char" | "signed char" | "int8_t" | "char8_t" => Type::int(8, true),
         "unsigned char" | "uint8_t" | "uchar" | "std::byte" | "byte" => Type::int(8, false),
         "short" | "short int" | "signed short" | "int16_t" => Type::int(16, true),
-        "unsigned short" | "unsigned short int" | "uint16_t" | "ushort" | "char16_t" => Type::int(16, false),
+        "unsigned short" | "unsigned short int" | "uint16_t" | "ushort" | "char16_t" => {
+            Type::int(16, false)
+        }
         "int" | "signed" | "signed int" | "int32_t" | "wchar_t" => Type::int(32, true),
         "unsigned" | "unsigned int" | "uint32_t" | "uint" | "char32_t" => Type::int(32, false),
-        "long" | "long int" | "signed long" | "long long" | "long long int" | "signed long long" | "int64_t"
-        | "ptrdiff_t" | "intptr_t" | "ssize_t" | "intmax_t" => Type::int(64, true),
-        "unsigned long" | "unsigned long int" | "unsigned long long" | "unsigned long long int" | "uint64_t"
-        | "size_t" | "uintptr_t" | "uintmax_t" => Type::int(64, false),
+        "long" | "long int" | "signed long" | "long long" | "long long int"
+        | "signed long long" | "int64_t" | "ptrdiff_t" | "intptr_t" | "ssize_t" | "intmax_t" => {
+            Type::int(64, true)
+        }
+        "unsigned long"
+        | "unsigned long int"
+        | "unsigned long long"
+        | "unsigned long long int"
+        | "uint64_t"
+        | "size_t"
+        | "uintptr_t"
+        | "uintmax_t" => Type::int(64, false),
         "float" => Type::Float(FloatKind::F32),
         "double" | "long double" => Type::Float(FloatKind::F64),
         "half" | "__half" => Type::Float(FloatKind::Half),
@@ -300,7 +343,16 @@ pub fn common_type(a: &Type, b: &Type) -> Type {
         return if rank(&a) >= rank(&b) { a } else { b };
     }
     match (&a, &b) {
-        (Type::Int { bits: ba, signed: sa }, Type::Int { bits: bb, signed: sb }) => {
+        (
+            Type::Int {
+                bits: ba,
+                signed: sa,
+            },
+            Type::Int {
+                bits: bb,
+                signed: sb,
+            },
+        ) => {
             if sa == sb {
                 Type::int((*ba).max(*bb), *sa)
             } else {
@@ -337,15 +389,27 @@ mod tests {
         assert_eq!(common_type(&i, &u), u);
         assert_eq!(common_type(&u, &l), l);
         assert_eq!(common_type(&Type::int(8, false), &Type::Bool), i);
-        assert_eq!(common_type(&i, &Type::Float(FloatKind::F32)), Type::Float(FloatKind::F32));
+        assert_eq!(
+            common_type(&i, &Type::Float(FloatKind::F32)),
+            Type::Float(FloatKind::F32)
+        );
         assert_eq!(common_type(&Type::int(64, false), &l), Type::int(64, false));
     }
 
     #[test]
     fn vector_layouts() {
-        assert_eq!(named_scalar("float4").unwrap().builtin_layout(), Some((16, 16)));
-        assert_eq!(named_scalar("half2").unwrap().builtin_layout(), Some((4, 4)));
-        assert_eq!(named_scalar("dim3").unwrap().builtin_layout(), Some((12, 4)));
+        assert_eq!(
+            named_scalar("float4").unwrap().builtin_layout(),
+            Some((16, 16))
+        );
+        assert_eq!(
+            named_scalar("half2").unwrap().builtin_layout(),
+            Some((4, 4))
+        );
+        assert_eq!(
+            named_scalar("dim3").unwrap().builtin_layout(),
+            Some((12, 4))
+        );
         assert_eq!(named_scalar("size_t").unwrap(), Type::int(64, false));
     }
 }

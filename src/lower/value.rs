@@ -43,7 +43,9 @@ pub enum Value {
 impl Value {
     pub fn ty(&self) -> Type {
         match self {
-            Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => t.clone(),
+            Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => {
+                t.clone()
+            }
             Value::Ptr(p) => Type::ptr(p.pointee.clone()),
             Value::Closure(i) => Type::Closure(*i),
             Value::Func(_) => Type::Opaque("function".into()),
@@ -83,7 +85,11 @@ pub enum Place {
     /// A scalar variable.
     Var(VarId, Type),
     /// A pointer variable: its offset variable and the slot of its base.
-    PtrVar { offset: VarId, slot: usize, pointee: Type },
+    PtrVar {
+        offset: VarId,
+        slot: usize,
+        pointee: Type,
+    },
     /// A struct or vector variable, one place per data member.
     Fields(Type, Vec<Place>),
     Mem(Ptr, Type),

@@ -104,8 +104,7 @@ impl<'a> Parser<'a> {
 
     fn binary(&mut self, min_prec: u8) -> Result<PpValue, String> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some(op) = self.peek() else { break };
+        while let Some(op) = self.peek() {
             let Some(prec) = precedence(op) else { break };
             if prec < min_prec {
                 break;

@@ -70,7 +70,10 @@ impl PpConfig {
     /// `__CUDA_ARCH__` is their digits times ten; a bare number is taken as
     /// the `__CUDA_ARCH__` value itself.
     pub fn cuda_arch(&self) -> Option<u32> {
-        let named = self.arch.strip_prefix("sm_").or_else(|| self.arch.strip_prefix("compute_"));
+        let named = self
+            .arch
+            .strip_prefix("sm_")
+            .or_else(|| self.arch.strip_prefix("compute_"));
         let digits: String = named
             .unwrap_or(&self.arch)
             .chars()
@@ -100,19 +103,33 @@ impl PpConfig {
         match self.target {
             Target::Cuda => {
                 let arch = self.cuda_arch().unwrap_or(800);
-                let _ = writeln!(s, "#define __CUDA_ARCH__ {arch}\n#define __CUDA_ARCH_LIST__ {arch}");
+                let _ = writeln!(
+                    s,
+                    "#define __CUDA_ARCH__ {arch}\n#define __CUDA_ARCH_LIST__ {arch}"
+                );
                 s.push_str(BUILTIN_CUDA);
             }
             Target::Hip => {
                 let arch = self.arch.to_ascii_lowercase();
                 let _ = writeln!(s, "#define __{arch}__ 1");
-                if let Some(family) = arch.strip_prefix("gfx").and_then(|a| a.get(..a.len().saturating_sub(2))) {
+                if let Some(family) = arch
+                    .strip_prefix("gfx")
+                    .and_then(|a| a.get(..a.len().saturating_sub(2)))
+                {
                     if !family.is_empty() {
                         let _ = writeln!(s, "#define __GFX{}__ 1", family.to_ascii_uppercase());
                     }
                 }
-                let _ = writeln!(s, "#define __AMDGCN_WAVEFRONT_SIZE {}", self.physical_warp_size());
-                let _ = writeln!(s, "#define __AMDGCN_WAVEFRONT_SIZE__ {}", self.physical_warp_size());
+                let _ = writeln!(
+                    s,
+                    "#define __AMDGCN_WAVEFRONT_SIZE {}",
+                    self.physical_warp_size()
+                );
+                let _ = writeln!(
+                    s,
+                    "#define __AMDGCN_WAVEFRONT_SIZE__ {}",
+                    self.physical_warp_size()
+                );
                 s.push_str(BUILTIN_HIP);
             }
         }
@@ -382,7 +399,9 @@ impl UnitState {
     }
 
     fn file_name(&self, file: FileId) -> String {
-        self.files.get(&file).map_or_else(String::new, |f| f.name.clone())
+        self.files
+            .get(&file)
+            .map_or_else(String::new, |f| f.name.clone())
     }
 
     fn state_hash(&self) -> u64 {
@@ -516,10 +535,16 @@ impl Session {
         toks
     }
 
-    fn process_file(&mut self, db: &mut SourceDb, st: &mut UnitState, file: FileId, em: &mut Emitter) {
+    fn process_file(
+        &mut self,
+        db: &mut SourceDb,
+        st: &mut UnitState,
+        file: FileId,
+        em: &mut Emitter,
+    ) {
         let toks = self.file_tokens(db, file);
-        if !st.files.contains_key(&file) {
-            st.files.insert(file, db.file(file).clone());
+        if let std::collections::hash_map::Entry::Vacant(e) = st.files.entry(file) {
+            e.insert(db.file(file).clone());
             st.file_order.push(file);
         }
         st.include_stack.push(file);
@@ -566,7 +591,14 @@ impl Session {
     }
 
     /// Handles one directive line; `line[0]` is the `#`.
-    fn directive(&mut self, db: &mut SourceDb, st: &mut UnitState, line: &[Tok], conds: &mut Vec<Cond>, em: &mut Emitter) {
+    fn directive(
+        &mut self,
+        db: &mut SourceDb,
+        st: &mut UnitState,
+        line: &[Tok],
+        conds: &mut Vec<Cond>,
+        em: &mut Emitter,
+    ) {
         let Some(name_tok) = line.get(1) else {
             return; // null directive
         };
@@ -676,7 +708,10 @@ impl Session {
             return;
         };
         if name.kind != TokKind::Ident {
-            st.diag(Diag::error(name.loc(), "macro name must be an identifier".into()));
+            st.diag(Diag::error(
+                name.loc(),
+                "macro name must be an identifier".into(),
+            ));
             return;
         }
         let mut rest = &args[1..];
@@ -711,7 +746,10 @@ impl Session {
                 j += 1;
             }
             if !closed {
-                st.diag(Diag::error(name.loc(), "unterminated macro parameter list".into()));
+                st.diag(Diag::error(
+                    name.loc(),
+                    "unterminated macro parameter list".into(),
+                ));
                 return;
             }
             // `#define F(args...)` names the variadic parameter `args`: nothing to add.
@@ -776,14 +814,22 @@ impl Session {
             let text = self.text(t.sym);
             let is_query = matches!(
                 text,
-                "defined" | "__has_include" | "__has_include_next" | "__has_builtin" | "__has_attribute"
-                    | "__has_cpp_attribute" | "__has_feature" | "__has_extension"
+                "defined"
+                    | "__has_include"
+                    | "__has_include_next"
+                    | "__has_builtin"
+                    | "__has_attribute"
+                    | "__has_cpp_attribute"
+                    | "__has_feature"
+                    | "__has_extension"
             );
             if t.kind == TokKind::Ident && is_query {
                 let query = text.to_string();
                 let (operand, next) = self.query_operand(args, i + 1);
                 let value = match query.as_str() {
-                    "defined" => operand.first().is_some_and(|o| st.macros.contains_key(&o.sym)),
+                    "defined" => operand
+                        .first()
+                        .is_some_and(|o| st.macros.contains_key(&o.sym)),
                     "__has_include" | "__has_include_next" => {
                         let spelled: String = operand.iter().map(|o| self.text(o.sym)).collect();
                         let current = *st.include_stack.last().expect("inside a file");
@@ -803,7 +849,10 @@ impl Session {
             i += 1;
         }
         let expanded = self.expand(st, toks, 0);
-        let items: Vec<(TokKind, &str)> = expanded.iter().map(|t| (t.kind, self.text(t.sym))).collect();
+        let items: Vec<(TokKind, &str)> = expanded
+            .iter()
+            .map(|t| (t.kind, self.text(t.sym)))
+            .collect();
         match cond::eval(&items) {
             Ok(v) => v.truthy(),
             Err(message) => {
@@ -834,11 +883,12 @@ impl Session {
     }
 
     fn has_include(&mut self, st: &UnitState, current: FileId, spelled: &str) -> bool {
-        let (name, angled) = if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
-            (n.to_string(), true)
-        } else {
-            (spelled.trim_matches('"').to_string(), false)
-        };
+        let (name, angled) =
+            if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+                (n.to_string(), true)
+            } else {
+                (spelled.trim_matches('"').to_string(), false)
+            };
         let dir = st
             .files
             .get(&current)
@@ -876,20 +926,28 @@ impl Session {
         found
     }
 
-    fn include(&mut self, db: &mut SourceDb, st: &mut UnitState, args: &[Tok], loc: Span, em: &mut Emitter) {
+    fn include(
+        &mut self,
+        db: &mut SourceDb,
+        st: &mut UnitState,
+        args: &[Tok],
+        loc: Span,
+        em: &mut Emitter,
+    ) {
         let mut spelled: String = args.iter().map(|t| self.text(t.sym)).collect();
         if !(spelled.starts_with('"') || spelled.starts_with('<')) {
             let expanded = self.expand(st, args.to_vec(), 0);
             spelled = expanded.iter().map(|t| self.text(t.sym)).collect();
         }
-        let (name, angled) = if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
-            (n.to_string(), true)
-        } else if spelled.len() >= 2 && spelled.starts_with('"') && spelled.ends_with('"') {
-            (spelled[1..spelled.len() - 1].to_string(), false)
-        } else {
-            st.diag(Diag::error(loc, format!("malformed #include {spelled}")));
-            return;
-        };
+        let (name, angled) =
+            if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+                (n.to_string(), true)
+            } else if spelled.len() >= 2 && spelled.starts_with('"') && spelled.ends_with('"') {
+                (spelled[1..spelled.len() - 1].to_string(), false)
+            } else {
+                st.diag(Diag::error(loc, format!("malformed #include {spelled}")));
+                return;
+            };
         let current = *st.include_stack.last().expect("inside a file");
         let dir = st
             .files
@@ -916,7 +974,10 @@ impl Session {
             return;
         }
         if st.include_stack.len() >= MAX_INCLUDE_DEPTH {
-            st.diag(Diag::error(loc, format!("#include nested deeper than {MAX_INCLUDE_DEPTH}")));
+            st.diag(Diag::error(
+                loc,
+                format!("#include nested deeper than {MAX_INCLUDE_DEPTH}"),
+            ));
             return;
         }
         if em.depth != 0 {
@@ -979,12 +1040,33 @@ fn collect_files(fragments: &[Arc<Fragment>]) -> Vec<FileId> {
 /// kernels use of them is modelled in `lower::builtins`.
 fn is_system_header(name: &str) -> bool {
     const PREFIXES: [&str; 12] = [
-        "cuda", "cub/", "hip/", "rocprim", "thrust/", "mma.h", "cooperative_groups", "musa", "mublas",
-        "cublas", "nccl", "rccl",
+        "cuda",
+        "cub/",
+        "hip/",
+        "rocprim",
+        "thrust/",
+        "mma.h",
+        "cooperative_groups",
+        "musa",
+        "mublas",
+        "cublas",
+        "nccl",
+        "rccl",
     ];
     const EXACT: [&str; 14] = [
-        "vector_types.h", "device_launch_parameters.h", "math_constants.h", "sm_", "crt/",
-        "curand", "stdint.h", "stdio.h", "stdlib.h", "assert.h", "math.h", "float.h", "limits.h",
+        "vector_types.h",
+        "device_launch_parameters.h",
+        "math_constants.h",
+        "sm_",
+        "crt/",
+        "curand",
+        "stdint.h",
+        "stdio.h",
+        "stdlib.h",
+        "assert.h",
+        "math.h",
+        "float.h",
+        "limits.h",
         "string.h",
     ];
     PREFIXES.iter().any(|p| name.starts_with(p)) || EXACT.iter().any(|p| name.starts_with(p))
@@ -1003,10 +1085,11 @@ impl FragmentPool {
         fragment.file.hash(&mut h);
         fragment.text.hash(&mut h);
         let bucket = self.by_hash.entry(h.finish()).or_default();
-        if let Some(same) = bucket
-            .iter()
-            .find(|f| f.file == fragment.file && f.text == fragment.text && f.map.segments() == fragment.map.segments())
-        {
+        if let Some(same) = bucket.iter().find(|f| {
+            f.file == fragment.file
+                && f.text == fragment.text
+                && f.map.segments() == fragment.map.segments()
+        }) {
             return same.clone();
         }
         let shared = Arc::new(fragment);
@@ -1068,7 +1151,9 @@ impl Emitter {
         };
         let mut line = None;
         match self.last_direct {
-            Some((file, end, raw, last_line)) if file == tok.file && raw + 1 == tok.raw && end <= tok.offset => {
+            Some((file, end, raw, last_line))
+                if file == tok.file && raw + 1 == tok.raw && end <= tok.offset =>
+            {
                 let gap = &src.text[end as usize..tok.offset as usize];
                 self.map.push(Segment {
                     out: self.text.len() as u32,

@@ -19,13 +19,34 @@ pub fn kernels_human(db: &SourceDb, entries: &[KernelEntry]) -> String {
         } else {
             format!("<{}>", e.template_params.join(", "))
         };
-        out.push_str(&format!("{}:{}: {}{}  {}\n", db.name(e.span.file), line, e.name, params, status));
+        out.push_str(&format!(
+            "{}:{}: {}{}  {}\n",
+            db.name(e.span.file),
+            line,
+            e.name,
+            params,
+            status
+        ));
         for u in e.unknowns() {
             let (l, c) = db.line_col(u.span);
-            out.push_str(&format!("    unknown at {}:{}:{}: {}\n", db.name(u.span.file), l, c, u.reason));
+            out.push_str(&format!(
+                "    unknown at {}:{}:{}: {}\n",
+                db.name(u.span.file),
+                l,
+                c,
+                u.reason
+            ));
         }
     }
-    let complete = entries.iter().filter(|e| e.status() == Status::Complete).count();
-    out.push_str(&format!("{} kernels, {} complete, {} partial\n", entries.len(), complete, entries.len() - complete));
+    let complete = entries
+        .iter()
+        .filter(|e| e.status() == Status::Complete)
+        .count();
+    out.push_str(&format!(
+        "{} kernels, {} complete, {} partial\n",
+        entries.len(),
+        complete,
+        entries.len() - complete
+    ));
     out
 }

@@ -61,7 +61,8 @@ pub fn queries() -> &'static Queries {
     QUERIES.get_or_init(|| {
         let lang = language();
         let compile = |name: &str, source: &str| {
-            Query::new(&lang, source).unwrap_or_else(|e| panic!("grammar/{name} does not compile: {e}"))
+            Query::new(&lang, source)
+                .unwrap_or_else(|e| panic!("grammar/{name} does not compile: {e}"))
         };
         Queries {
             kernels: compile("kernels.scm", include_str!("../../grammar/kernels.scm")),
@@ -89,6 +90,28 @@ pub fn has_token(node: Node, kind: &str) -> bool {
     found
 }
 
+/// Field access by name with the field id looked up once per name: tree-sitter's
+/// own `child_by_field_name` compares the name against every field each call.
+pub trait NodeExt<'t> {
+    fn field(&self, name: &'static str) -> Option<Node<'t>>;
+}
+
+impl<'t> NodeExt<'t> for Node<'t> {
+    fn field(&self, name: &'static str) -> Option<Node<'t>> {
+        thread_local! {
+            static IDS: RefCell<std::collections::HashMap<usize, Option<std::num::NonZeroU16>>> =
+                RefCell::new(std::collections::HashMap::new());
+        }
+        let key = name.as_ptr() as usize ^ (name.len() << 48);
+        let id = IDS.with(|ids| {
+            *ids.borrow_mut()
+                .entry(key)
+                .or_insert_with(|| language().field_id_for_name(name))
+        })?;
+        self.child_by_field_id(id.get())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,7 +135,11 @@ mod tests {
         let mut kernels = Vec::new();
         let mut matches = cursor.matches(&q.kernels, t.root_node(), frag.text.as_bytes());
         while let Some(m) = matches.next() {
-            for c in m.captures().iter().filter(|c| q.kernels.capture_names()[c.index as usize] == "declarator") {
+            for c in m
+                .captures()
+                .iter()
+                .filter(|c| q.kernels.capture_names()[c.index as usize] == "declarator")
+            {
                 kernels.push(text(frag, c.node).split('(').next().unwrap().to_string());
             }
         }
@@ -121,32 +148,14 @@ mod tests {
         let mut launched = Vec::new();
         let mut matches = cursor.matches(&q.launches, t.root_node(), frag.text.as_bytes());
         while let Some(m) = matches.next() {
-            for c in m.captures().iter().filter(|c| q.launches.capture_names()[c.index as usize] == "kernel") {
+            for c in m
+                .captures()
+                .iter()
+                .filter(|c| q.launches.capture_names()[c.index as usize] == "kernel")
+            {
                 launched.push(text(frag, c.node).to_string());
             }
         }
         assert_eq!(launched, ["a<4>", "b"]);
-    }
-}
-
-/// Field access by name with the field id looked up once per name: tree-sitter's
-/// own `child_by_field_name` compares the name against every field each call.
-pub trait NodeExt<'t> {
-    fn field(&self, name: &'static str) -> Option<Node<'t>>;
-}
-
-impl<'t> NodeExt<'t> for Node<'t> {
-    fn field(&self, name: &'static str) -> Option<Node<'t>> {
-        thread_local! {
-            static IDS: RefCell<std::collections::HashMap<usize, Option<std::num::NonZeroU16>>> =
-                RefCell::new(std::collections::HashMap::new());
-        }
-        let key = name.as_ptr() as usize ^ (name.len() << 48);
-        let id = IDS.with(|ids| {
-            *ids.borrow_mut()
-                .entry(key)
-                .or_insert_with(|| language().field_id_for_name(name))
-        })?;
-        self.child_by_field_id(id.get())
     }
 }
