@@ -665,6 +665,10 @@ pub struct Kernel {
     /// What the model assumes beyond the source (e.g. the layout of a type whose
     /// definition was not found): reported with every verdict.
     pub assumptions: Vec<Unknown>,
+    /// The functions inlined into the kernel, by name, sorted.
+    pub helpers: Vec<String>,
+    /// The longest chain of calls from the kernel to an inlined function.
+    pub call_depth: u32,
 }
 
 impl Kernel {

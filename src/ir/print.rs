@@ -316,6 +316,16 @@ impl Display for Kernel {
             0,
             &format!("kernel {}{}({})", self.name, targs, params.join(", ")),
         );
+        if !self.helpers.is_empty() {
+            p.line(
+                1,
+                &format!(
+                    "inlined (call depth {}): {}",
+                    self.call_depth,
+                    self.helpers.join(", ")
+                ),
+            );
+        }
         if let Some(lb) = &self.launch_bounds {
             let text = format!("launch_bounds {}", p.e(lb));
             p.line(1, &text);

@@ -626,6 +626,13 @@ impl<'u> Lowerer<'u> {
             );
             return Operand::Value(self.unknown_value(node, reason));
         }
+        let caller = self
+            .frames
+            .iter()
+            .rev()
+            .find_map(|f| f.key.as_ref().map(|k| k.0))
+            .unwrap_or(self.kernel_decl);
+        self.call_graph.add_edge(caller.0, id.0, ());
         let ctx = self.callee_ctx(id, class.as_ref(), &env);
         let params = function_params(d.node).unwrap_or_default();
         // Parameter types and default arguments are in the callee's context.

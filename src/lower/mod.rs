@@ -28,6 +28,7 @@ mod value;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use petgraph::graphmap::DiGraphMap;
 use tree_sitter::Node;
 
 use crate::syntax::NodeExt;
@@ -171,6 +172,9 @@ pub struct Lowerer<'u> {
     host_mode: bool,
     /// Results of calls with constant arguments that emitted no statement.
     pure_calls: HashMap<(DeclId, String), Value>,
+    /// Which function inlined which (the kernel is `kernel_decl`).
+    call_graph: DiGraphMap<u32, ()>,
+    kernel_decl: DeclId,
 }
 
 /// A kernel definition: what `warpdrf kernels` lists.
@@ -257,6 +261,8 @@ impl<'u> Lowerer<'u> {
                 body: ir::Block::default(),
                 unknowns: Vec::new(),
                 assumptions: Vec::new(),
+                helpers: Vec::new(),
+                call_depth: 0,
             },
             frames: Vec::new(),
             blocks: Vec::new(),
@@ -281,10 +287,23 @@ impl<'u> Lowerer<'u> {
             constant_context: 0,
             host_mode: false,
             pure_calls: HashMap::new(),
+            call_graph: DiGraphMap::new(),
+            kernel_decl: kernel,
         }
     }
 
     fn finish(mut self) -> Kernel {
+        let root = self.kernel_decl.0;
+        let mut helpers: Vec<String> = self
+            .call_graph
+            .nodes()
+            .filter(|&n| n != root)
+            .map(|n| self.index.decl(DeclId(n)).name.clone())
+            .collect();
+        helpers.sort();
+        helpers.dedup();
+        self.k.helpers = helpers;
+        self.k.call_depth = longest_chain(&self.call_graph, root);
         // Selectors of pointer variables that only ever had one buffer say nothing.
         let unused: std::collections::HashSet<VarId> = self
             .ptr_slots
@@ -1025,6 +1044,36 @@ impl<'u> Lowerer<'u> {
             }
         }
     }
+}
+
+/// The longest chain of calls from `root` that visits no function twice.
+fn longest_chain(graph: &DiGraphMap<u32, ()>, root: u32) -> u32 {
+    fn walk(
+        graph: &DiGraphMap<u32, ()>,
+        node: u32,
+        on_path: &mut Vec<u32>,
+        budget: &mut u32,
+    ) -> u32 {
+        if *budget == 0 {
+            return 0;
+        }
+        *budget -= 1;
+        on_path.push(node);
+        let mut best = 0;
+        for next in graph.neighbors(node) {
+            if !on_path.contains(&next) {
+                best = best.max(1 + walk(graph, next, on_path, budget));
+            }
+        }
+        on_path.pop();
+        best
+    }
+    if !graph.contains_node(root) {
+        return 0;
+    }
+    // Call graphs of kernels are small; the budget bounds pathological ones.
+    let mut budget = 100_000;
+    walk(graph, root, &mut Vec::new(), &mut budget)
 }
 
 /// Names assigned somewhere under `node` (left of `=`/`op=`, `++`/`--`, or

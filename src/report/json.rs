@@ -35,6 +35,8 @@ pub fn kernels(db: &SourceDb, entries: &[KernelEntry]) -> Value {
                 "instantiations": e.instantiations,
                 "lowered_instantiations": e.kernels.len(),
                 "uses_warp_primitives": e.uses_warp_primitives(),
+                "helpers": e.kernel().helpers,
+                "call_depth": e.kernels.iter().map(|k| k.call_depth).max().unwrap_or(0),
                 "status": match e.status() { Status::Complete => "complete", Status::Partial => "partial" },
                 "unknowns": unknowns,
             })

@@ -1,11 +1,13 @@
 //! Renderings of results: only this module knows output formats.
 
+pub mod diagnostic;
 pub mod json;
 
 use crate::driver::{KernelEntry, Status};
 use crate::source::SourceDb;
 
-/// `warpdrf kernels` as a table for people.
+/// `warpdrf kernels` for people: one line per kernel, then an annotated
+/// source excerpt for every construct a partial kernel could not model.
 pub fn kernels_human(db: &SourceDb, entries: &[KernelEntry]) -> String {
     let mut out = String::new();
     for e in entries {
@@ -19,23 +21,20 @@ pub fn kernels_human(db: &SourceDb, entries: &[KernelEntry]) -> String {
         } else {
             format!("<{}>", e.template_params.join(", "))
         };
+        let warp = if e.uses_warp_primitives() {
+            ", warp primitives"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "{}:{}: {}{}  {}\n",
+            "{}:{}: {}{}  {status}{warp}\n",
             db.name(e.span.file),
             line,
             e.name,
-            params,
-            status
+            params
         ));
         for u in e.unknowns() {
-            let (l, c) = db.line_col(u.span);
-            out.push_str(&format!(
-                "    unknown at {}:{}:{}: {}\n",
-                db.name(u.span.file),
-                l,
-                c,
-                u.reason
-            ));
+            out.push_str(&diagnostic::unknown(db, &e.name, u));
         }
     }
     let complete = entries

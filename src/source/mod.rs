@@ -85,6 +85,30 @@ impl SourceFile {
     pub fn line_count(&self) -> usize {
         self.line_starts.len()
     }
+
+    /// 0-based index of the line holding a byte offset.
+    pub fn line_index(&self, offset: usize) -> usize {
+        match self
+            .line_starts
+            .binary_search(&(offset.min(self.text.len()) as u32))
+        {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        }
+    }
+
+    /// Byte range of a 0-based line (without its newline), clamped to the file.
+    pub fn line_range(&self, line_index: usize) -> std::ops::Range<usize> {
+        let start = self
+            .line_starts
+            .get(line_index)
+            .map_or(self.text.len(), |&s| s as usize);
+        let end = self
+            .line_starts
+            .get(line_index + 1)
+            .map_or(self.text.len(), |&s| (s as usize).saturating_sub(1));
+        start..end.max(start)
+    }
 }
 
 /// Reading a file failed.
