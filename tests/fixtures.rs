@@ -317,3 +317,24 @@ fn headers_are_parsed_strictly() {
     assert_eq!(h.args, ["--block-dim", "64"]);
     assert_eq!(h.ir, ["foo"]);
 }
+
+/// The printed IR of a fixture (all kernels), for snapshots.
+fn ir_of(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frontend").join(name);
+    driver::with_big_stack(move || {
+        let mut db = SourceDb::new();
+        let inputs = driver::collect_inputs(&[path]).expect("fixture exists");
+        let (entries, _) = driver::lower_all(&mut db, &inputs, &driver::Options::default()).expect("fixture reads");
+        entries.iter().flat_map(|e| e.kernels.iter().map(|k| k.to_string())).collect()
+    })
+}
+
+/// Reviewed renderings of the IR for fixtures that show the lowering's main
+/// ideas: inlined helpers, byte views of dynamic shared memory, a pointer into
+/// one of two buffers, and structured control flow.
+#[test]
+fn ir_snapshots() {
+    for name in ["helpers_five_deep.cu", "extern_shared_views.cu", "pointer_choice.cu", "control_flow.cu"] {
+        insta::assert_snapshot!(name, ir_of(name));
+    }
+}
