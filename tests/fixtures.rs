@@ -320,12 +320,18 @@ fn headers_are_parsed_strictly() {
 
 /// The printed IR of a fixture (all kernels), for snapshots.
 fn ir_of(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/frontend").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/frontend")
+        .join(name);
     driver::with_big_stack(move || {
         let mut db = SourceDb::new();
         let inputs = driver::collect_inputs(&[path]).expect("fixture exists");
-        let (entries, _) = driver::lower_all(&mut db, &inputs, &driver::Options::default()).expect("fixture reads");
-        entries.iter().flat_map(|e| e.kernels.iter().map(|k| k.to_string())).collect()
+        let (entries, _) = driver::lower_all(&mut db, &inputs, &driver::Options::default())
+            .expect("fixture reads");
+        entries
+            .iter()
+            .flat_map(|e| e.kernels.iter().map(|k| k.to_string()))
+            .collect()
     })
 }
 
@@ -334,7 +340,12 @@ fn ir_of(name: &str) -> String {
 /// one of two buffers, and structured control flow.
 #[test]
 fn ir_snapshots() {
-    for name in ["helpers_five_deep.cu", "extern_shared_views.cu", "pointer_choice.cu", "control_flow.cu"] {
+    for name in [
+        "helpers_five_deep.cu",
+        "extern_shared_views.cu",
+        "pointer_choice.cu",
+        "control_flow.cu",
+    ] {
         insta::assert_snapshot!(name, ir_of(name));
     }
 }

@@ -100,6 +100,21 @@ pub fn binary(op: BinOp, ty: ScalarTy, a: Expr, b: Expr) -> Expr {
             return v;
         }
     }
+    // `(x + c1) + c2` → `x + (c1 + c2)`: addresses come out canonical.
+    if op == BinOp::Add && ty.is_int() {
+        if let (Expr::Binary(BinOp::Add, t, x, c1), Some(c2)) = (&a, int_of(&b)) {
+            if *t == ty {
+                if let Some(c1) = int_of(c1) {
+                    return binary(
+                        BinOp::Add,
+                        ty,
+                        (**x).clone(),
+                        Expr::int(c1.wrapping_add(c2), ty),
+                    );
+                }
+            }
+        }
+    }
     let zero = |e: &Expr| int_of(e) == Some(0);
     let one = |e: &Expr| int_of(e) == Some(1);
     if ty.is_int() {

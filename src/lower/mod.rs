@@ -25,6 +25,9 @@ mod stmt;
 pub mod types;
 mod value;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -1082,18 +1085,19 @@ fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<Stri
     let mut out = std::collections::HashSet::new();
     let mut stack = vec![node];
     let mut cursor = node.walk();
+    // The variable an lvalue is part of: through `.` members and parentheses;
+    // `[]`, `->` and `*` lead into memory instead.
     let root_name = |mut n: Node| -> Option<String> {
         loop {
             match n.kind() {
                 "identifier" => return Some(syntax::text(frag, n).to_string()),
                 "field_expression"
-                | "subscript_expression"
-                | "parenthesized_expression"
-                | "pointer_expression" => {
-                    n = n
-                        .field("argument")
-                        .or_else(|| syntax::named_children(n).first().copied())?;
+                    if n.field("operator")
+                        .is_some_and(|o| syntax::text(frag, o) == ".") =>
+                {
+                    n = n.field("argument")?;
                 }
+                "parenthesized_expression" => n = syntax::named_children(n).first().copied()?,
                 _ => return None,
             }
         }
