@@ -120,8 +120,7 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
             5 => {
                 // Deep nesting.
                 let depth = 1 + rng.below(3000);
-                let (open, close) =
-                    [("(", ")"), ("{", "}"), ("#if 1\n", "#endif\n"), ("a<", ">")][rng.below(4)];
+                let (open, close) = [("(", ")"), ("{", "}"), ("#if 1\n", "#endif\n"), ("a<", ">")][rng.below(4)];
                 let mut piece = open.repeat(depth).into_bytes();
                 piece.extend(close.repeat(depth).into_bytes());
                 data.splice(at..at, piece);
@@ -155,19 +154,11 @@ fn seeds_in(dir: &Path, out: &mut Vec<Vec<u8>>) {
 fn main() {
     let mut seconds = 60u64;
     let mut seed = 0x5eed_u64;
-    let mut dirs: Vec<PathBuf> = vec![PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures"
-    ))];
+    let mut dirs: Vec<PathBuf> = vec![PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--seconds" => {
-                seconds = args
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .expect("--seconds N")
-            }
+            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).expect("--seconds N"),
             "--seed" => seed = args.next().and_then(|s| s.parse().ok()).expect("--seed S"),
             other => dirs.push(PathBuf::from(other)),
         }

@@ -156,9 +156,7 @@ pub fn options(common: &Common) -> Result<crate::driver::Options, String> {
         && !arch.starts_with("compute_")
         && arch.parse::<u32>().is_err()
     {
-        return Err(format!(
-            "--arch {arch} is not a CUDA architecture (expected sm_XY)"
-        ));
+        return Err(format!("--arch {arch} is not a CUDA architecture (expected sm_XY)"));
     }
     let pp = PpConfig {
         target,
@@ -189,9 +187,7 @@ pub fn parse_dim3(s: &str) -> Result<[u32; 3], String> {
     }
     let mut dims = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        let v: u32 = p
-            .parse()
-            .map_err(|_| format!("`{p}` is not a positive integer"))?;
+        let v: u32 = p.parse().map_err(|_| format!("`{p}` is not a positive integer"))?;
         if v == 0 {
             return Err("dimensions must be at least 1".into());
         }

@@ -185,14 +185,26 @@ pub fn lower_files(
             !db.file(f).text.contains("__global__")
                 || kernels_in_file
                     .get(&f)
-                    .is_some_and(|sites: &Vec<(FileId, u32)>| {
-                        sites.iter().all(|s| determined.get(s) == Some(&true))
-                    })
+                    .is_some_and(|sites: &Vec<(FileId, u32)>| sites.iter().all(|s| determined.get(s) == Some(&true)))
         });
         if adds_nothing {
             continue;
         }
         let index = lower::Index::build(&unit);
+        for frag in &unit.fragments {
+            if frag.parse_timed_out.load(std::sync::atomic::Ordering::Relaxed) {
+                let span = frag
+                    .map
+                    .segments()
+                    .first()
+                    .map_or(Span::point(frag.file, 0), |s| Span::point(s.file, s.orig));
+                diagnostics.push(preprocess::Diag {
+                    severity: preprocess::Severity::Error,
+                    span,
+                    message: "this code is too complex to parse in time; kernels in it are not listed".into(),
+                });
+            }
+        }
         let defs = lower::kernel_defs(&index);
         for def in &defs {
             let sites = kernels_in_file.entry(def.span.file).or_default();
@@ -245,10 +257,7 @@ pub fn lower_files(
             if kernels.is_empty() {
                 kernels = trapping.into_iter().take(1).collect();
             }
-            let mut unknowns: Vec<Unknown> = kernels
-                .iter()
-                .flat_map(|k| k.unknowns.iter().cloned())
-                .collect();
+            let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
             unknowns.sort();
             unknowns.dedup();
             let entry = KernelEntry {

@@ -15,9 +15,20 @@ use warpdrf::verdict::Verdict;
 fn out(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+}
+
+/// Preprocessor and parser diagnostics, one line each on standard error.
+fn report_diagnostics(db: &SourceDb, diagnostics: &[warpdrf::preprocess::Diag]) {
+    for d in diagnostics {
+        let (l, c) = db.line_col(d.span);
+        let level = match d.severity {
+            warpdrf::preprocess::Severity::Error => "error",
+            warpdrf::preprocess::Severity::Warning => "warning",
+            warpdrf::preprocess::Severity::Note => "note",
+        };
+        eprintln!("{}:{l}:{c}: {level}: {}", db.name(d.span.file), d.message);
+    }
 }
 
 /// Runs a command; `Err` is a one-line message for exit status 2.
@@ -27,8 +38,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
-            let (entries, _) =
-                driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            report_diagnostics(&db, &diagnostics);
             match args.format {
                 cli::ListFormat::Human => out(&report::kernels_human(&db, &entries)),
                 cli::ListFormat::Json => {
@@ -50,8 +61,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(&paths).map_err(|e| e.to_string())?;
-            let (entries, _) =
-                driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            report_diagnostics(&db, &diagnostics);
             let results = driver::check(&db, &entries, &opts);
             match args.format {
                 cli::Format::Json => {
@@ -63,10 +74,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
                 other => {
                     if other != cli::Format::Human {
-                        return Err(format!(
-                            "--format {other:?} is not implemented yet; use human or json"
-                        )
-                        .to_lowercase());
+                        return Err(
+                            format!("--format {other:?} is not implemented yet; use human or json").to_lowercase()
+                        );
                     }
                     for r in &results {
                         let (line, _) = db.line_col(r.span);
@@ -84,17 +94,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let all_pass = results
                 .iter()
                 .all(|r| r.memory == Verdict::Pass && r.participation == Verdict::Pass);
-            Ok(if all_pass {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Explain(args) => {
             let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();
-            let inputs = driver::collect_inputs(std::slice::from_ref(&args.file))
-                .map_err(|e| e.to_string())?;
+            let inputs = driver::collect_inputs(std::slice::from_ref(&args.file)).map_err(|e| e.to_string())?;
             match args.stage {
                 cli::Stage::Preprocess => {
                     let root = db.load(&args.file).map_err(|e| e.to_string())?;
@@ -103,19 +108,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     out(&unit.display(&db));
                     for d in &unit.diagnostics {
                         let (l, c) = db.line_col(d.span);
-                        eprintln!(
-                            "{}:{}:{}: {:?}: {}",
-                            db.name(d.span.file),
-                            l,
-                            c,
-                            d.severity,
-                            d.message
-                        );
+                        eprintln!("{}:{}:{}: {:?}: {}", db.name(d.span.file), l, c, d.severity, d.message);
                     }
                 }
                 cli::Stage::Ir => {
-                    let (entries, _) =
-                        driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+                    let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
                     if entries.is_empty() {
                         return Err(match &opts.kernel {
                             Some(k) => format!("no kernel named `{k}` in {}", args.file.display()),

@@ -22,10 +22,7 @@ fn corpus_dir() -> Option<PathBuf> {
 /// counts, as a check that the folder is the pinned one.
 fn textual_kernel_definitions(dir: &std::path::Path) -> usize {
     fn walk(p: &std::path::Path, n: &mut usize) {
-        for e in std::fs::read_dir(p)
-            .expect("corpus folder readable")
-            .flatten()
-        {
+        for e in std::fs::read_dir(p).expect("corpus folder readable").flatten() {
             let p = e.path();
             if p.is_dir() {
                 walk(&p, n);
@@ -64,23 +61,14 @@ fn list(dir: PathBuf, arch: &str) -> Summary {
         let mut db = SourceDb::new();
         let inputs = driver::collect_inputs(&[dir]).expect("corpus readable");
         let (entries, _) = driver::lower_all(&mut db, &inputs, &options).expect("corpus lowers");
-        let warp: Vec<_> = entries
-            .iter()
-            .filter(|e| e.uses_warp_primitives())
-            .collect();
+        let warp: Vec<_> = entries.iter().filter(|e| e.uses_warp_primitives()).collect();
         Summary {
             kernels: entries.len(),
             warp: warp.len(),
-            warp_complete: warp
-                .iter()
-                .filter(|e| e.status() == Status::Complete)
-                .count(),
+            warp_complete: warp.iter().filter(|e| e.status() == Status::Complete).count(),
             partial_without_reason: warp
                 .iter()
-                .filter(|e| {
-                    e.status() == Status::Partial
-                        && e.unknowns().iter().any(|u| u.reason.trim().is_empty())
-                })
+                .filter(|e| e.status() == Status::Partial && e.unknowns().iter().any(|u| u.reason.trim().is_empty()))
                 .map(|e| e.name.clone())
                 .collect(),
         }
@@ -92,11 +80,7 @@ fn ggml_kernels_are_all_found_and_warp_kernels_lower() {
     let Some(dir) = corpus_dir() else { return };
     // 143 definitions under 142 names: one name is defined in both arms of an
     // `#if`, and the listing has the arm the target selects.
-    assert_eq!(
-        textual_kernel_definitions(&dir),
-        143,
-        "not the pinned ggml folder?"
-    );
+    assert_eq!(textual_kernel_definitions(&dir), 143, "not the pinned ggml folder?");
     let sm80 = list(dir.clone(), "sm_80");
     assert_eq!(sm80.kernels, 142);
     // At sm_80 the NVFP4 quantizer is compiled out (Blackwell only).

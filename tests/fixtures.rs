@@ -81,9 +81,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
                     }
                 }
                 let (Some(m), Some(p)) = (memory, participation) else {
-                    return Err(format!(
-                        "expect needs memory= and participation=: `{value}`"
-                    ));
+                    return Err(format!("expect needs memory= and participation=: `{value}`"));
                 };
                 h.expects.push((kernel, m, p));
             }
@@ -168,10 +166,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 }
                 let (line, _) = db.line_col(u.span);
                 if line == 0 || line as usize > db.file(u.span.file).line_count() {
-                    problems.push(format!(
-                        "{}: unknown `{}` points outside its file",
-                        e.name, u.reason
-                    ));
+                    problems.push(format!("{}: unknown `{}` points outside its file", e.name, u.reason));
                 }
             }
         }
@@ -190,15 +185,11 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 .filter(|e| kernel.as_ref().is_none_or(|k| *k == e.name))
                 .collect();
             if matching.is_empty() {
-                problems.push(format!(
-                    "lowers: no kernel {}",
-                    kernel.as_deref().unwrap_or("at all")
-                ));
+                problems.push(format!("lowers: no kernel {}", kernel.as_deref().unwrap_or("at all")));
             }
             for e in matching {
                 if e.status() != *status {
-                    let reasons: Vec<&str> =
-                        e.unknowns().iter().map(|u| u.reason.as_str()).collect();
+                    let reasons: Vec<&str> = e.unknowns().iter().map(|u| u.reason.as_str()).collect();
                     problems.push(format!(
                         "{}: lowers {:?}, expected {status:?} (unknowns: {reasons:?})",
                         e.name,
@@ -208,11 +199,10 @@ fn check_fixture(path: &Path) -> Vec<String> {
             }
         }
         for text in &header.unknowns {
-            if !entries.iter().any(|e| {
-                e.unknowns()
-                    .iter()
-                    .any(|u| u.reason.contains(text.as_str()))
-            }) {
+            if !entries
+                .iter()
+                .any(|e| e.unknowns().iter().any(|u| u.reason.contains(text.as_str())))
+            {
                 let all: Vec<&str> = entries
                     .iter()
                     .flat_map(|e| e.unknowns().iter().map(|u| u.reason.as_str()))
@@ -222,11 +212,9 @@ fn check_fixture(path: &Path) -> Vec<String> {
         }
         for text in &header.assumptions {
             let found = entries.iter().any(|e| {
-                e.kernels.iter().any(|k| {
-                    k.assumptions
-                        .iter()
-                        .any(|a| a.reason.contains(text.as_str()))
-                })
+                e.kernels
+                    .iter()
+                    .any(|k| k.assumptions.iter().any(|a| a.reason.contains(text.as_str())))
             });
             if !found {
                 problems.push(format!("no assumption mentions `{text}`"));
@@ -248,10 +236,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 .filter(|r| kernel.as_ref().is_none_or(|k| *k == r.kernel))
                 .collect();
             if matching.is_empty() {
-                problems.push(format!(
-                    "expect: no kernel {}",
-                    kernel.as_deref().unwrap_or("at all")
-                ));
+                problems.push(format!("expect: no kernel {}", kernel.as_deref().unwrap_or("at all")));
             }
             for r in matching {
                 if r.memory != *memory || r.participation != *participation {
@@ -309,10 +294,8 @@ fn every_fixture_matches_its_header() {
 fn headers_are_parsed_strictly() {
     assert!(parse_header("__global__ void k() {}").is_err());
     assert!(parse_header("// expect: memory=maybe participation=pass\n").is_err());
-    let h = parse_header(
-        "// expect k2: memory=pass participation=alarm\n// args: --block-dim 64\n// ir: foo\n",
-    )
-    .unwrap();
+    let h =
+        parse_header("// expect k2: memory=pass participation=alarm\n// args: --block-dim 64\n// ir: foo\n").unwrap();
     assert_eq!(h.expects[0].0.as_deref(), Some("k2"));
     assert_eq!(h.args, ["--block-dim", "64"]);
     assert_eq!(h.ir, ["foo"]);
@@ -326,8 +309,7 @@ fn ir_of(name: &str) -> String {
     driver::with_big_stack(move || {
         let mut db = SourceDb::new();
         let inputs = driver::collect_inputs(&[path]).expect("fixture exists");
-        let (entries, _) = driver::lower_all(&mut db, &inputs, &driver::Options::default())
-            .expect("fixture reads");
+        let (entries, _) = driver::lower_all(&mut db, &inputs, &driver::Options::default()).expect("fixture reads");
         entries
             .iter()
             .flat_map(|e| e.kernels.iter().map(|k| k.to_string()))

@@ -32,8 +32,7 @@ fn front_end(path: &Path) -> usize {
         let mut db = SourceDb::new();
         let options = Options::default();
         let inputs = driver::collect_inputs(std::slice::from_ref(&path)).expect("the file exists");
-        let (entries, _) =
-            driver::lower_all(&mut db, &inputs, &options).expect("a file that exists is read");
+        let (entries, _) = driver::lower_all(&mut db, &inputs, &options).expect("a file that exists is read");
         let results = driver::check(&db, &entries, &options);
         for e in &entries {
             for k in &e.kernels {
@@ -117,10 +116,7 @@ fn deep_nesting_gives_a_result() {
         ">".repeat(depth)
     );
     run_text(&templates);
-    let unary = format!(
-        "__global__ void k(int *x) {{ x[0] = {}1; }}",
-        "-".repeat(depth)
-    );
+    let unary = format!("__global__ void k(int *x) {{ x[0] = {}1; }}", "-".repeat(depth));
     assert_eq!(run_text(&unary), 1);
     let elses = format!(
         "__global__ void k(int *x) {{ {} x[0] = 1; }}",

@@ -57,9 +57,7 @@ pub fn cast(ty: ScalarTy, a: Expr) -> Expr {
 pub fn type_of(e: &Expr) -> Option<ScalarTy> {
     use super::Builtin;
     match e {
-        Expr::Int(_, t) | Expr::Cast(t, _) | Expr::Unary(_, t, _) | Expr::Opaque(_, t, _) => {
-            Some(*t)
-        }
+        Expr::Int(_, t) | Expr::Cast(t, _) | Expr::Unary(_, t, _) | Expr::Opaque(_, t, _) => Some(*t),
         Expr::Bool(_) => Some(ScalarTy::Bool),
         Expr::Binary(op, t, _, _) => Some(if op.is_comparison() || op.is_logical() {
             ScalarTy::Bool
@@ -105,12 +103,7 @@ pub fn binary(op: BinOp, ty: ScalarTy, a: Expr, b: Expr) -> Expr {
         if let (Expr::Binary(BinOp::Add, t, x, c1), Some(c2)) = (&a, int_of(&b)) {
             if *t == ty {
                 if let Some(c1) = int_of(c1) {
-                    return binary(
-                        BinOp::Add,
-                        ty,
-                        (**x).clone(),
-                        Expr::int(c1.wrapping_add(c2), ty),
-                    );
+                    return binary(BinOp::Add, ty, (**x).clone(), Expr::int(c1.wrapping_add(c2), ty));
                 }
             }
         }
@@ -120,11 +113,7 @@ pub fn binary(op: BinOp, ty: ScalarTy, a: Expr, b: Expr) -> Expr {
     if ty.is_int() {
         match op {
             BinOp::Add if zero(&a) => return b,
-            BinOp::Add | BinOp::Sub | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
-                if zero(&b) =>
-            {
-                return a
-            }
+            BinOp::Add | BinOp::Sub | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr if zero(&b) => return a,
             BinOp::Mul if one(&a) => return b,
             BinOp::Mul | BinOp::Div if one(&b) => return a,
             BinOp::Mul | BinOp::BitAnd if zero(&a) || zero(&b) => return Expr::int(0, ty),
@@ -293,10 +282,7 @@ mod tests {
     #[test]
     fn identities_and_selects() {
         assert_eq!(binary(BinOp::Add, U, Expr::int(0, U), tid()), tid());
-        assert_eq!(
-            binary(BinOp::Mul, U, tid(), Expr::int(0, U)),
-            Expr::int(0, U)
-        );
+        assert_eq!(binary(BinOp::Mul, U, tid(), Expr::int(0, U)), Expr::int(0, U));
         assert_eq!(select(Expr::Bool(true), tid(), Expr::int(3, U)), tid());
         assert_eq!(select(Expr::Var(crate::ir::VarId(1)), tid(), tid()), tid());
         assert_eq!(

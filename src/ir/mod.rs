@@ -94,18 +94,12 @@ pub enum ScalarTy {
 }
 
 impl ScalarTy {
-    pub const I32: ScalarTy = ScalarTy::Int {
-        bits: 32,
-        signed: true,
-    };
+    pub const I32: ScalarTy = ScalarTy::Int { bits: 32, signed: true };
     pub const U32: ScalarTy = ScalarTy::Int {
         bits: 32,
         signed: false,
     };
-    pub const I64: ScalarTy = ScalarTy::Int {
-        bits: 64,
-        signed: true,
-    };
+    pub const I64: ScalarTy = ScalarTy::Int { bits: 64, signed: true };
     pub const U64: ScalarTy = ScalarTy::Int {
         bits: 64,
         signed: false,
@@ -570,9 +564,7 @@ impl Block {
             f(stmt);
             match &stmt.kind {
                 StmtKind::If {
-                    then_block,
-                    else_block,
-                    ..
+                    then_block, else_block, ..
                 } => {
                     then_block.walk(f);
                     else_block.walk(f);

@@ -116,8 +116,8 @@ fn write_expr(k: &Kernel, e: &Expr, out: &mut String) {
 }
 
 fn write_atom(k: &Kernel, e: &Expr, out: &mut String) {
-    let compound = matches!(e, Expr::Binary(op, ..) if !matches!(op, BinOp::Min | BinOp::Max))
-        || matches!(e, Expr::Select(..));
+    let compound =
+        matches!(e, Expr::Binary(op, ..) if !matches!(op, BinOp::Min | BinOp::Max)) || matches!(e, Expr::Select(..));
     if compound {
         out.push('(');
         write_expr(k, e, out);
@@ -171,10 +171,7 @@ impl Printer<'_> {
                 self.line(depth, &text);
             }
             StmtKind::Access(a) => {
-                let obj = k
-                    .objects
-                    .get(a.object.index())
-                    .map_or("?", |o| o.name.as_str());
+                let obj = k.objects.get(a.object.index()).map_or("?", |o| o.name.as_str());
                 let mut loc = format!("{obj}[+{}:{}]", self.e(&a.offset), self.e(&a.width));
                 for r in &a.ranges {
                     loc.push_str(&format!(
@@ -184,11 +181,7 @@ impl Printer<'_> {
                         self.e(&r.hi)
                     ));
                 }
-                let coll = if a.collective {
-                    " (warp collective)"
-                } else {
-                    ""
-                };
+                let coll = if a.collective { " (warp collective)" } else { "" };
                 let text = match (a.kind, &a.result, &a.value) {
                     (AccessKind::Read, Some(r), _) => {
                         format!("{} = load {loc}{coll}", k.var_name(*r))
@@ -230,11 +223,7 @@ impl Printer<'_> {
                 } else {
                     format!("{} = ", results.join(", "))
                 };
-                let scope = if p.block_scope {
-                    "  // block collective"
-                } else {
-                    ""
-                };
+                let scope = if p.block_scope { "  // block collective" } else { "" };
                 let text = format!("{lhs}{}({}){scope}", p.kind.name(), args.join(", "));
                 self.line(depth, &text);
             }
@@ -312,18 +301,11 @@ impl Display for Kernel {
             .iter()
             .map(|p| format!("{} {}", p.ty_text, p.name))
             .collect();
-        p.line(
-            0,
-            &format!("kernel {}{}({})", self.name, targs, params.join(", ")),
-        );
+        p.line(0, &format!("kernel {}{}({})", self.name, targs, params.join(", ")));
         if !self.helpers.is_empty() {
             p.line(
                 1,
-                &format!(
-                    "inlined (call depth {}): {}",
-                    self.call_depth,
-                    self.helpers.join(", ")
-                ),
+                &format!("inlined (call depth {}): {}", self.call_depth, self.helpers.join(", ")),
             );
         }
         if let Some(lb) = &self.launch_bounds {
@@ -342,10 +324,7 @@ impl Display for Kernel {
             );
         }
         for s in &self.syms {
-            p.line(
-                1,
-                &format!("symbol {}: {} ({:?})", s.name, ty_name(s.ty), s.kind),
-            );
+            p.line(1, &format!("symbol {}: {} ({:?})", s.name, ty_name(s.ty), s.kind));
         }
         p.line(0, &format!("block L{} {{", self.exit_label.0));
         p.block(&self.body, 1);

@@ -18,8 +18,8 @@ use super::value::{Place, Ptr, Value};
 use super::Lowerer;
 use crate::ir::fold;
 use crate::ir::{
-    Access, AccessKind, AtomicOp, Barrier, BarrierScope, BinOp, Builtin, Dim, Expr, FloatKind,
-    PrimKind, Primitive, RangeVar, ReduceOp, ScalarTy, ShuffleKind, StmtKind, VarId,
+    Access, AccessKind, AtomicOp, Barrier, BarrierScope, BinOp, Builtin, Dim, Expr, FloatKind, PrimKind, Primitive,
+    RangeVar, ReduceOp, ScalarTy, ShuffleKind, StmtKind, VarId,
 };
 use crate::syntax::{self, named_children};
 
@@ -94,8 +94,7 @@ pub fn std_type<'u>(l: &mut Lowerer<'u>, name: &str, args: &[TArg]) -> Option<Ty
                 ty_arg(2)?
             }
         }
-        "remove_cv_t" | "remove_const_t" | "remove_volatile_t" | "type_identity_t"
-        | "remove_cvref_t" => ty_arg(0)?,
+        "remove_cv_t" | "remove_const_t" | "remove_volatile_t" | "type_identity_t" | "remove_cvref_t" => ty_arg(0)?,
         "remove_reference_t" | "decay_t" => ty_arg(0)?.strip_ref().clone(),
         "remove_pointer_t" => match ty_arg(0)? {
             Type::Ptr(p) => (*p).clone(),
@@ -133,14 +132,8 @@ pub fn std_value<'u>(l: &mut Lowerer<'u>, name: &str, args: &[TArg]) -> Option<V
         }
         "is_floating_point_v" => b(matches!(ty_arg(0)?, Type::Float(_))),
         "is_integral_v" => b(matches!(ty_arg(0)?, Type::Int { .. } | Type::Bool)),
-        "is_signed_v" => b(matches!(
-            ty_arg(0)?,
-            Type::Int { signed: true, .. } | Type::Float(_)
-        )),
-        "is_unsigned_v" => b(matches!(
-            ty_arg(0)?,
-            Type::Int { signed: false, .. } | Type::Bool
-        )),
+        "is_signed_v" => b(matches!(ty_arg(0)?, Type::Int { signed: true, .. } | Type::Float(_))),
+        "is_unsigned_v" => b(matches!(ty_arg(0)?, Type::Int { signed: false, .. } | Type::Bool)),
         "is_pointer_v" => b(matches!(ty_arg(0)?, Type::Ptr(_))),
         "is_arithmetic_v" => b(ty_arg(0)?.is_arith()),
         "is_void_v" => b(matches!(ty_arg(0)?, Type::Void)),
@@ -150,12 +143,7 @@ pub fn std_value<'u>(l: &mut Lowerer<'u>, name: &str, args: &[TArg]) -> Option<V
 
 /// Static members of library types (`std::numeric_limits<T>::max()` is a call;
 /// `std::is_same<A, B>::value` is a value).
-pub fn library_static<'u>(
-    l: &mut Lowerer<'u>,
-    lib: &str,
-    args: &[TArg],
-    member: &str,
-) -> Option<Value> {
+pub fn library_static<'u>(l: &mut Lowerer<'u>, lib: &str, args: &[TArg], member: &str) -> Option<Value> {
     let last = lib.rsplit("::").next().unwrap_or(lib);
     match (last, member) {
         (trait_name, "value") => std_value(l, &format!("{trait_name}_v"), args),
@@ -290,24 +278,16 @@ impl<'u> Lowerer<'u> {
         if let Some(v) = self.library_call(name, last, explicit, &ops, node) {
             return Some(v);
         }
-        let vals: Vec<Value> = if matches!(
-            last,
-            "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset"
-        ) {
+        let vals: Vec<Value> = if matches!(last, "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset") {
             ops.iter()
                 .cloned()
                 .map(|o| match o {
-                    Operand::Place(Place::Mem(p, Type::Opaque(t))) => {
-                        Value::Mem(p, Type::Opaque(t))
-                    }
+                    Operand::Place(Place::Mem(p, Type::Opaque(t))) => Value::Mem(p, Type::Opaque(t)),
                     other => self.operand_value(other, node),
                 })
                 .collect()
         } else {
-            ops.iter()
-                .cloned()
-                .map(|o| self.operand_value(o, node))
-                .collect()
+            ops.iter().cloned().map(|o| self.operand_value(o, node)).collect()
         };
         let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
         let full_mask = Expr::int(0xffff_ffff, U32);
@@ -446,8 +426,8 @@ impl<'u> Lowerer<'u> {
                 false,
                 node,
             ),
-            "__reduce_add_sync" | "__reduce_min_sync" | "__reduce_max_sync"
-            | "__reduce_and_sync" | "__reduce_or_sync" | "__reduce_xor_sync" => {
+            "__reduce_add_sync" | "__reduce_min_sync" | "__reduce_max_sync" | "__reduce_and_sync"
+            | "__reduce_or_sync" | "__reduce_xor_sync" => {
                 let op = match last {
                     "__reduce_add_sync" => ReduceOp::Add,
                     "__reduce_min_sync" => ReduceOp::Min,
@@ -459,15 +439,7 @@ impl<'u> Lowerer<'u> {
                 let mask = self.scalar_arg(&v(0), U32);
                 let value = v(1);
                 let ty = value.ty().strip_ref().clone();
-                self.primitive(
-                    PrimKind::Reduce(op),
-                    Some(mask),
-                    &[value],
-                    None,
-                    Some(ty),
-                    false,
-                    node,
-                )
+                self.primitive(PrimKind::Reduce(op), Some(mask), &[value], None, Some(ty), false, node)
             }
             "__match_any_sync" | "__match_all_sync" => {
                 let mask = self.scalar_arg(&v(0), U32);
@@ -476,15 +448,7 @@ impl<'u> Lowerer<'u> {
                 } else {
                     PrimKind::MatchAll
                 };
-                let r = self.primitive(
-                    kind,
-                    Some(mask),
-                    &[v(1)],
-                    None,
-                    Some(Type::int(32, false)),
-                    false,
-                    node,
-                );
+                let r = self.primitive(kind, Some(mask), &[v(1)], None, Some(Type::int(32, false)), false, node);
                 if last == "__match_all_sync" {
                     if let Some(Value::Ptr(p)) = vals.get(2) {
                         let span = self.span(node);
@@ -497,17 +461,12 @@ impl<'u> Lowerer<'u> {
                             span,
                         );
                         let place = Place::Mem(p.clone(), p.pointee.clone());
-                        self.write(
-                            &place,
-                            Value::Scalar(Expr::Var(pred), Type::int(32, true)),
-                            node,
-                        );
+                        self.write(&place, Value::Scalar(Expr::Var(pred), Type::int(32, true)), node);
                     }
                 }
                 r
             }
-            "__lanemask_lt" | "__lanemask_le" | "__lanemask_gt" | "__lanemask_ge"
-            | "__lanemask_eq" => {
+            "__lanemask_lt" | "__lanemask_le" | "__lanemask_gt" | "__lanemask_ge" | "__lanemask_eq" => {
                 let lane = self.lane();
                 let one = Expr::int(1, U32);
                 let bit = fold::binary(BinOp::Shl, U32, one.clone(), lane);
@@ -517,19 +476,13 @@ impl<'u> Lowerer<'u> {
                     "__lanemask_le" => fold::binary(BinOp::BitOr, U32, lt, bit),
                     "__lanemask_eq" => bit,
                     "__lanemask_ge" => fold::unary(crate::ir::UnOp::BitNot, U32, lt),
-                    _ => fold::unary(
-                        crate::ir::UnOp::BitNot,
-                        U32,
-                        fold::binary(BinOp::BitOr, U32, lt, bit),
-                    ),
+                    _ => fold::unary(crate::ir::UnOp::BitNot, U32, fold::binary(BinOp::BitOr, U32, lt, bit)),
                 };
                 Value::Scalar(e, Type::int(32, false))
             }
             "__laneid" => Value::Scalar(self.lane(), Type::int(32, false)),
             // ----- memory
-            a if a.starts_with("atomic") => {
-                return Some(Operand::Value(self.atomic(a, &vals, node)))
-            }
+            a if a.starts_with("atomic") => return Some(Operand::Value(self.atomic(a, &vals, node))),
             "__ldg" | "__ldca" | "__ldcg" | "__ldcs" | "__ldlu" | "__ldcv" => match v(0) {
                 Value::Ptr(p) => {
                     let place = Place::Mem(p.clone(), p.pointee.clone());
@@ -561,9 +514,7 @@ impl<'u> Lowerer<'u> {
                 self.memcpy(last.contains("memcpy"), &vals, node);
                 Value::Void
             }
-            "__cvta_generic_to_shared"
-            | "__cvta_shared_to_generic"
-            | "__cvta_generic_to_global" => v(0),
+            "__cvta_generic_to_shared" | "__cvta_shared_to_generic" | "__cvta_generic_to_global" => v(0),
             // ----- control and facts
             "printf"
             | "__threadfence"
@@ -599,33 +550,24 @@ impl<'u> Lowerer<'u> {
                 );
                 Value::Scalar(Expr::Var(r), Type::int(64, true))
             }
-            "__builtin_huge_valf" | "__builtin_inff" => {
-                Value::Scalar(Expr::Float(f64::INFINITY), f32t())
-            }
+            "__builtin_huge_valf" | "__builtin_inff" => Value::Scalar(Expr::Float(f64::INFINITY), f32t()),
             "__builtin_nanf" | "nanf" => Value::Scalar(Expr::Float(f64::NAN), f32t()),
             // ----- integer helpers with exact semantics
-            "min" | "max" | "std::min" | "std::max" | "umin" | "umax" | "llmin" | "llmax"
-            | "ullmin" | "ullmax"
+            "min" | "max" | "std::min" | "std::max" | "umin" | "umax" | "llmin" | "llmax" | "ullmin" | "ullmax"
                 if vals.len() == 2
-                    && vals.iter().all(|x| {
-                        matches!(x.ty(), Type::Int { .. } | Type::Bool | Type::Enum { .. })
-                    }) =>
+                    && vals
+                        .iter()
+                        .all(|x| matches!(x.ty(), Type::Int { .. } | Type::Bool | Type::Enum { .. })) =>
             {
                 let (Value::Scalar(a, ta), Value::Scalar(b, tb)) = (v(0), v(1)) else {
                     return None;
                 };
                 let ct = common_type(&ta, &tb);
                 let st = ct.scalar();
-                let op = if last.contains("min") {
-                    BinOp::Min
-                } else {
-                    BinOp::Max
-                };
+                let op = if last.contains("min") { BinOp::Min } else { BinOp::Max };
                 Value::Scalar(fold::binary(op, st, self.cast(st, a), self.cast(st, b)), ct)
             }
-            "abs" | "llabs" | "labs"
-                if vals.len() == 1 && matches!(v(0).ty(), Type::Int { .. }) =>
-            {
+            "abs" | "llabs" | "labs" if vals.len() == 1 && matches!(v(0).ty(), Type::Int { .. }) => {
                 let Value::Scalar(a, t) = v(0) else {
                     return None;
                 };
@@ -645,10 +587,7 @@ impl<'u> Lowerer<'u> {
             _ => {
                 let rt = math_result(last, &vals)?;
                 // A pure function: no pointer may reach memory through it.
-                if vals
-                    .iter()
-                    .any(|x| matches!(x, Value::Ptr(_) | Value::Mem(..)))
-                {
+                if vals.iter().any(|x| matches!(x, Value::Ptr(_) | Value::Mem(..))) {
                     return Some(Operand::Value(
                         self.unknown_value(node, format!("`{last}` with a pointer argument")),
                     ));
@@ -674,10 +613,7 @@ impl<'u> Lowerer<'u> {
                     }
                     t => {
                         let folded = fold_math(last, &args);
-                        Value::Scalar(
-                            folded.unwrap_or(Expr::Opaque(op, t.scalar(), args)),
-                            t.clone(),
-                        )
+                        Value::Scalar(folded.unwrap_or(Expr::Opaque(op, t.scalar(), args)), t.clone())
                     }
                 }
             }
@@ -812,16 +748,11 @@ impl<'u> Lowerer<'u> {
         ops: &[Operand],
         node: Node<'u>,
     ) -> Option<Operand> {
-        let in_cg =
-            name.contains("cooperative_groups") || name.starts_with("cg::") || !name.contains("::");
+        let in_cg = name.contains("cooperative_groups") || name.starts_with("cg::") || !name.contains("::");
         let in_wmma = name.contains("wmma") || !name.contains("::");
         let value = match last {
-            "this_thread_block" if in_cg => {
-                Self::lib_value("cooperative_groups::thread_block", vec![], vec![])
-            }
-            "this_grid" if in_cg => {
-                Self::lib_value("cooperative_groups::grid_group", vec![], vec![])
-            }
+            "this_thread_block" if in_cg => Self::lib_value("cooperative_groups::thread_block", vec![], vec![]),
+            "this_grid" if in_cg => Self::lib_value("cooperative_groups::grid_group", vec![], vec![]),
             "this_thread" if in_cg => Self::lib_value(
                 "cooperative_groups::thread_block_tile",
                 vec![TArg::Value(CVal::Int(1, U32))],
@@ -898,11 +829,7 @@ impl<'u> Lowerer<'u> {
             }
             "fill_fragment" if in_wmma => Value::Void,
             "load_matrix_sync" | "store_matrix_sync" if in_wmma => {
-                return Some(Operand::Value(self.wmma_memory(
-                    last == "store_matrix_sync",
-                    ops,
-                    node,
-                )));
+                return Some(Operand::Value(self.wmma_memory(last == "store_matrix_sync", ops, node)));
             }
             "mma_sync" if in_wmma && name.contains("wmma") => {
                 let vals: Vec<Value> = ops
@@ -958,11 +885,7 @@ impl<'u> Lowerer<'u> {
         node: Node<'u>,
     ) -> Operand {
         let obj = self.read(object, node);
-        let vals: Vec<Value> = ops
-            .iter()
-            .cloned()
-            .map(|o| self.operand_value(o, node))
-            .collect();
+        let vals: Vec<Value> = ops.iter().cloned().map(|o| self.operand_value(o, node)).collect();
         let lib_name = match obj.ty() {
             Type::Lib(l) => l.name.clone(),
             _ => String::new(),
@@ -976,18 +899,10 @@ impl<'u> Lowerer<'u> {
         Operand::Value(self.group_method(&obj, method, &vals, node))
     }
 
-    fn group_method(
-        &mut self,
-        group: &Value,
-        method: &str,
-        vals: &[Value],
-        node: Node<'u>,
-    ) -> Value {
+    fn group_method(&mut self, group: &Value, method: &str, vals: &[Value], node: Node<'u>) -> Value {
         let lib = match group.ty() {
             Type::Lib(l) => l,
-            _ => {
-                return self.unknown_value(node, format!("method `{method}` of an unknown object"))
-            }
+            _ => return self.unknown_value(node, format!("method `{method}` of an unknown object")),
         };
         let kind = lib.name.rsplit("::").next().unwrap_or("").to_string();
         let u32t = Type::int(32, false);
@@ -1067,15 +982,9 @@ impl<'u> Lowerer<'u> {
                 let (mask, width) = self.group_shape(group);
                 let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
                 match m {
-                    "sync" => {
-                        self.primitive(PrimKind::SyncWarp, mask, &[], width, None, false, node)
-                    }
-                    "thread_rank" => {
-                        Value::Scalar(fold::binary(BinOp::Rem, U32, self.linear_tid(), size), u32t)
-                    }
-                    "meta_group_rank" => {
-                        Value::Scalar(fold::binary(BinOp::Div, U32, self.linear_tid(), size), u32t)
-                    }
+                    "sync" => self.primitive(PrimKind::SyncWarp, mask, &[], width, None, false, node),
+                    "thread_rank" => Value::Scalar(fold::binary(BinOp::Rem, U32, self.linear_tid(), size), u32t),
+                    "meta_group_rank" => Value::Scalar(fold::binary(BinOp::Div, U32, self.linear_tid(), size), u32t),
                     "size" | "num_threads" => Value::Scalar(size, u32t),
                     "shfl" | "shfl_up" | "shfl_down" | "shfl_xor" => {
                         let kind = match m {
@@ -1120,15 +1029,7 @@ impl<'u> Lowerer<'u> {
                         } else {
                             PrimKind::MatchAll
                         };
-                        self.primitive(
-                            kind,
-                            mask,
-                            &[v(0)],
-                            width,
-                            Some(Type::int(32, false)),
-                            false,
-                            node,
-                        )
+                        self.primitive(kind, mask, &[v(0)], width, Some(Type::int(32, false)), false, node)
                     }
                     _ => self.unknown_value(node, format!("cooperative-groups method `{m}`")),
                 }
@@ -1150,14 +1051,7 @@ impl<'u> Lowerer<'u> {
     /// A CUB block collective on its temp storage: every thread writes the
     /// storage, the block synchronises (CUB's internal barrier), every thread
     /// reads it. Reusing the storage without a barrier therefore races.
-    fn cub_block_collective(
-        &mut self,
-        obj: &Value,
-        lib: &str,
-        method: &str,
-        ops: &[Operand],
-        node: Node<'u>,
-    ) -> Value {
+    fn cub_block_collective(&mut self, obj: &Value, lib: &str, method: &str, ops: &[Operand], node: Node<'u>) -> Value {
         let temp = match obj {
             Value::Agg(_, fields) => fields.first().cloned(),
             _ => None,
@@ -1249,13 +1143,7 @@ impl<'u> Lowerer<'u> {
     /// tile (a sound over-approximation of its share); the transposing
     /// algorithms exchange through the temp storage, synchronised within
     /// warps (`*_WARP_TRANSPOSE`) or the block (`*_TRANSPOSE`).
-    fn cub_load_store(
-        &mut self,
-        obj: &Value,
-        method: &str,
-        vals: &[Value],
-        node: Node<'u>,
-    ) -> Value {
+    fn cub_load_store(&mut self, obj: &Value, method: &str, vals: &[Value], node: Node<'u>) -> Value {
         let (lib, fields) = match obj {
             Value::Agg(Type::Lib(l), f) => (l.clone(), f.clone()),
             _ => return self.unknown_value(node, "CUB load/store object not modelled"),
@@ -1263,9 +1151,7 @@ impl<'u> Lowerer<'u> {
         let loading = match method {
             "Load" => true,
             "Store" => false,
-            other => {
-                return self.unknown_value(node, format!("`{}::{other}` is not modelled", lib.name))
-            }
+            other => return self.unknown_value(node, format!("`{}::{other}` is not modelled", lib.name)),
         };
         let int = |i: usize| match lib.args.get(i) {
             Some(TArg::Value(CVal::Int(n, _))) => Some(*n),
@@ -1273,10 +1159,7 @@ impl<'u> Lowerer<'u> {
         };
         let elem = match lib.args.first() {
             Some(TArg::Type(t)) => t.clone(),
-            _ => {
-                return self
-                    .unknown_value(node, format!("`{}` of an unknown element type", lib.name))
-            }
+            _ => return self.unknown_value(node, format!("`{}` of an unknown element type", lib.name)),
         };
         let (Some(threads), Some(items)) = (int(1), int(2)) else {
             return self.unknown_value(node, format!("`{}` of an unknown tile size", lib.name));
@@ -1286,25 +1169,11 @@ impl<'u> Lowerer<'u> {
             return self.unknown_value(node, format!("`{}::{method}` on a non-pointer", lib.name));
         };
         let Some(object) = buffer.object else {
-            return self.unknown_value(
-                node,
-                format!("`{}::{method}` through an unknown pointer", lib.name),
-            );
+            return self.unknown_value(node, format!("`{}::{method}` through an unknown pointer", lib.name));
         };
         let span = self.span(node);
-        let name = format!(
-            "cub::{}::{method}",
-            lib.name.rsplit("::").next().unwrap_or(&lib.name)
-        );
-        self.primitive(
-            PrimKind::Library(name.clone()),
-            None,
-            &[],
-            None,
-            None,
-            true,
-            node,
-        );
+        let name = format!("cub::{}::{method}", lib.name.rsplit("::").next().unwrap_or(&lib.name));
+        self.primitive(PrimKind::Library(name.clone()), None, &[], None, None, true, node);
         let esize = self.size_expr(&elem);
         let tile = |l: &mut Self, kind: AccessKind| {
             let r = l.new_var("item", ScalarTy::I64, span);
@@ -1483,15 +1352,7 @@ impl<'u> Lowerer<'u> {
         } else {
             "wmma::load_matrix_sync"
         };
-        self.primitive(
-            PrimKind::Matrix(name.into()),
-            None,
-            &[],
-            None,
-            None,
-            false,
-            node,
-        );
+        self.primitive(PrimKind::Matrix(name.into()), None, &[], None, None, false, node);
         let result = if store {
             None
         } else {
@@ -1500,11 +1361,7 @@ impl<'u> Lowerer<'u> {
         self.emit(
             StmtKind::Access(Access {
                 object,
-                kind: if store {
-                    AccessKind::Write
-                } else {
-                    AccessKind::Read
-                },
+                kind: if store { AccessKind::Write } else { AccessKind::Read },
                 offset,
                 width: esize,
                 value: None,
@@ -1560,13 +1417,9 @@ impl<'u> Lowerer<'u> {
         }
         let n_outputs = outputs.len();
         // Operand numbering: outputs first, then inputs.
-        let input_at = |k: usize| -> Option<&Value> {
-            k.checked_sub(n_outputs).and_then(|i| input_vals.get(i))
-        };
+        let input_at = |k: usize| -> Option<&Value> { k.checked_sub(n_outputs).and_then(|i| input_vals.get(i)) };
         let memory_operands = memory_operand_indices(&instr);
-        if first_word.starts_with("mma.sync")
-            || first_word.starts_with("movmatrix")
-            || first_word.starts_with("wgmma")
+        if first_word.starts_with("mma.sync") || first_word.starts_with("movmatrix") || first_word.starts_with("wgmma")
         {
             let span = self.span(node);
             let results: Vec<VarId> = (0..n_outputs)
@@ -1640,9 +1493,7 @@ impl<'u> Lowerer<'u> {
             let (dst, src) = (input_at(*dst_k).cloned(), input_at(*src_k).cloned());
             let span = self.span(node);
             match (dst, src) {
-                (Some(Value::Ptr(d)), Some(Value::Ptr(s)))
-                    if d.object.is_some() && s.object.is_some() =>
-                {
+                (Some(Value::Ptr(d)), Some(Value::Ptr(s))) if d.object.is_some() && s.object.is_some() => {
                     let r = self.new_var("cp_async", ScalarTy::Opaque, span);
                     self.emit(
                         StmtKind::Access(Access {
@@ -1853,38 +1704,34 @@ fn math_result(name: &str, args: &[Value]) -> Option<Type> {
         | "fdimf"
         | "__fmaf_rz"
         | "__float_simpl_sinf" => f32,
-        "exp" | "log" | "sqrt" | "pow" | "tanh" | "fabs" | "floor" | "ceil" | "fmax" | "fmin"
-        | "erf" | "sin" | "cos" | "round" | "trunc" | "exp2" | "log2" | "rsqrt" | "fma" => {
-            match first {
-                Some(t @ Type::Float(_)) => t,
-                _ => Type::Float(FloatKind::F64),
-            }
-        }
+        "exp" | "log" | "sqrt" | "pow" | "tanh" | "fabs" | "floor" | "ceil" | "fmax" | "fmin" | "erf" | "sin"
+        | "cos" | "round" | "trunc" | "exp2" | "log2" | "rsqrt" | "fma" => match first {
+            Some(t @ Type::Float(_)) => t,
+            _ => Type::Float(FloatKind::F64),
+        },
         "max" | "min" | "abs" | "std::abs" => match (args.first(), args.get(1)) {
             (Some(a), Some(b)) => common_type(&a.ty(), &b.ty()),
             (Some(a), None) => a.ty(),
             _ => f32,
         },
-        "isnan" | "isinf" | "isfinite" | "signbit" | "__isnanf" | "__isinff" | "__hisnan"
-        | "__hisinf" | "__hgt" | "__hlt" | "__heq" | "__hge" | "__hle" | "__hne" | "__hbgt2"
-        | "__hbeq2" | "__hblt2" | "__hbge2" | "__hble2" | "__hbne2" => Type::Bool,
-        "__float2half" | "__float2half_rn" | "__float2half_rz" | "__hadd" | "__hsub" | "__hmul"
-        | "__hdiv" | "__hneg" | "__habs" | "__hmax" | "__hmin" | "__hfma" | "__low2half"
-        | "__high2half" | "__ushort_as_half" | "__short_as_half" | "__int2half_rn"
-        | "__uint2half_rn" | "hexp" | "hlog" | "hsqrt" | "hrsqrt" | "__hmax_nan"
-        | "__double2half" => half,
+        "isnan" | "isinf" | "isfinite" | "signbit" | "__isnanf" | "__isinff" | "__hisnan" | "__hisinf" | "__hgt"
+        | "__hlt" | "__heq" | "__hge" | "__hle" | "__hne" | "__hbgt2" | "__hbeq2" | "__hblt2" | "__hbge2"
+        | "__hble2" | "__hbne2" => Type::Bool,
+        "__float2half" | "__float2half_rn" | "__float2half_rz" | "__hadd" | "__hsub" | "__hmul" | "__hdiv"
+        | "__hneg" | "__habs" | "__hmax" | "__hmin" | "__hfma" | "__low2half" | "__high2half" | "__ushort_as_half"
+        | "__short_as_half" | "__int2half_rn" | "__uint2half_rn" | "hexp" | "hlog" | "hsqrt" | "hrsqrt"
+        | "__hmax_nan" | "__double2half" => half,
         "__float2bfloat16"
         | "__float2bfloat16_rn"
         | "__low2bfloat16"
         | "__high2bfloat16"
         | "__ushort_as_bfloat16"
         | "__double2bfloat16" => bf16,
-        "__hadd2" | "__hsub2" | "__hmul2" | "__h2div" | "__hneg2" | "__habs2" | "__hfma2"
-        | "__hmax2" | "__hmin2" | "__floats2half2_rn" | "__float22half2_rn"
-        | "__float2half2_rn" | "__halves2half2" | "__lows2half2" | "__highs2half2"
-        | "__lowhigh2highlow" | "h2exp" | "h2log" | "h2sqrt" | "h2rsqrt" | "__hgt2" | "__hlt2"
-        | "__heq2" | "__hge2" | "__hle2" | "__hne2" | "__half2half2" | "__low2half2"
-        | "__high2half2" | "__hmax2_nan" => vec("half2")?,
+        "__hadd2" | "__hsub2" | "__hmul2" | "__h2div" | "__hneg2" | "__habs2" | "__hfma2" | "__hmax2" | "__hmin2"
+        | "__floats2half2_rn" | "__float22half2_rn" | "__float2half2_rn" | "__halves2half2" | "__lows2half2"
+        | "__highs2half2" | "__lowhigh2highlow" | "h2exp" | "h2log" | "h2sqrt" | "h2rsqrt" | "__hgt2" | "__hlt2"
+        | "__heq2" | "__hge2" | "__hle2" | "__hne2" | "__half2half2" | "__low2half2" | "__high2half2"
+        | "__hmax2_nan" => vec("half2")?,
         "__floats2bfloat162_rn"
         | "__float22bfloat162_rn"
         | "__halves2bfloat162"
@@ -1892,21 +1739,17 @@ fn math_result(name: &str, args: &[Value]) -> Option<Type> {
         | "__lows2bfloat162"
         | "__highs2bfloat162" => vec("nv_bfloat162")?,
         "__half22float2" | "__bfloat1622float2" => vec("float2")?,
-        "__float_as_int" | "__float2int_rn" | "__float2int_rz" | "__float2int_rd"
-        | "__float2int_ru" | "__popc" | "__popcll" | "__clz" | "__clzll" | "__ffs" | "__ffsll"
-        | "__dp4a" | "__dp2a_lo" | "__dp2a_hi" | "__mul24" | "__mulhi" | "__half2int_rn"
-        | "__half2int_rz" | "__hisinf_int" | "__double2int_rn" | "__iAtomicAdd" | "__sad"
-        | "__rhadd" | "__hadd_int" | "__float2int" => Type::int(32, true),
-        "__float_as_uint" | "__float2uint_rn" | "__float2uint_rz" | "__brev" | "__byte_perm"
-        | "__funnelshift_l" | "__funnelshift_r" | "__funnelshift_lc" | "__funnelshift_rc"
-        | "__umul24" | "__umulhi" | "__usad" | "__vabsdiffu4" | "__vabsdiffs4" | "__vsub4"
-        | "__vadd4" | "__vsubss4" | "__vaddss4" | "__vsubus4" | "__vaddus4" | "__vcmpeq4"
-        | "__vcmpne4" | "__vcmpgtu4" | "__vcmpltu4" | "__vcmpges4" | "__vmaxu4" | "__vminu4"
-        | "__vmaxs4" | "__vmins4" | "__vabs4" | "__vneg4" | "__vsub2" | "__vadd2"
-        | "__hgt2_mask" | "__hlt2_mask" | "__heq2_mask" | "__hne2_mask" | "__vsetgtu4"
-        | "__vsetltu4" | "__vseteq4" | "__vcmpgts4" | "__vhaddu4" | "__vavgu4" => {
-            Type::int(32, false)
-        }
+        "__float_as_int" | "__float2int_rn" | "__float2int_rz" | "__float2int_rd" | "__float2int_ru" | "__popc"
+        | "__popcll" | "__clz" | "__clzll" | "__ffs" | "__ffsll" | "__dp4a" | "__dp2a_lo" | "__dp2a_hi" | "__mul24"
+        | "__mulhi" | "__half2int_rn" | "__half2int_rz" | "__hisinf_int" | "__double2int_rn" | "__iAtomicAdd"
+        | "__sad" | "__rhadd" | "__hadd_int" | "__float2int" => Type::int(32, true),
+        "__float_as_uint" | "__float2uint_rn" | "__float2uint_rz" | "__brev" | "__byte_perm" | "__funnelshift_l"
+        | "__funnelshift_r" | "__funnelshift_lc" | "__funnelshift_rc" | "__umul24" | "__umulhi" | "__usad"
+        | "__vabsdiffu4" | "__vabsdiffs4" | "__vsub4" | "__vadd4" | "__vsubss4" | "__vaddss4" | "__vsubus4"
+        | "__vaddus4" | "__vcmpeq4" | "__vcmpne4" | "__vcmpgtu4" | "__vcmpltu4" | "__vcmpges4" | "__vmaxu4"
+        | "__vminu4" | "__vmaxs4" | "__vmins4" | "__vabs4" | "__vneg4" | "__vsub2" | "__vadd2" | "__hgt2_mask"
+        | "__hlt2_mask" | "__heq2_mask" | "__hne2_mask" | "__vsetgtu4" | "__vsetltu4" | "__vseteq4" | "__vcmpgts4"
+        | "__vhaddu4" | "__vavgu4" => Type::int(32, false),
         "__half_as_short" | "__bfloat16_as_short" => Type::int(16, true),
         "__half_as_ushort" | "__bfloat16_as_ushort" => Type::int(16, false),
         "__double_as_longlong" | "__float2ll_rn" | "__brevll" => Type::int(64, true),

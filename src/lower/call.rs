@@ -50,12 +50,8 @@ pub(super) fn template_param_name(frag: &Fragment, p: Node) -> Option<String> {
             .into_iter()
             .find(|c| c.kind() == "type_identifier")
             .map(|n| syntax::text(frag, n).to_string()),
-        "optional_type_parameter_declaration" => {
-            p.field("name").map(|n| syntax::text(frag, n).to_string())
-        }
-        "parameter_declaration"
-        | "optional_parameter_declaration"
-        | "variadic_parameter_declaration" => p
+        "optional_type_parameter_declaration" => p.field("name").map(|n| syntax::text(frag, n).to_string()),
+        "parameter_declaration" | "optional_parameter_declaration" | "variadic_parameter_declaration" => p
             .field("declarator")
             .and_then(|d| declarator_name(frag, d))
             .map(|(n, _)| n),
@@ -108,9 +104,7 @@ fn function_params<'u>(function: Node<'u>) -> Option<Vec<Node<'u>>> {
                             "parameter_declaration"
                                 | "optional_parameter_declaration"
                                 | "variadic_parameter_declaration"
-                        ) && !(p.kind() == "parameter_declaration"
-                            && p.field("declarator").is_none()
-                            && is_void(*p))
+                        ) && !(p.kind() == "parameter_declaration" && p.field("declarator").is_none() && is_void(*p))
                     })
                     .collect(),
             );
@@ -146,8 +140,7 @@ impl<'u> Lowerer<'u> {
             let Some(name) = template_param_name(ctx.frag, p) else {
                 continue;
             };
-            let is_type = p.kind().contains("type_parameter")
-                || p.kind() == "template_template_parameter_declaration";
+            let is_type = p.kind().contains("type_parameter") || p.kind() == "template_template_parameter_declaration";
             if is_variadic_param(p) {
                 let rest: Vec<TArg> = explicit.get(next..).map(|r| r.to_vec()).unwrap_or_default();
                 next = explicit.len();
@@ -223,9 +216,7 @@ impl<'u> Lowerer<'u> {
     fn convert_targ(&mut self, ctx: &Ctx<'u>, p: Node<'u>, a: TArg, env: &TemplateEnv) -> TArg {
         let ty = self.template_param_type(ctx, p, env);
         match a {
-            TArg::Value(CVal::Int(v, _)) if ty == ScalarTy::Bool => {
-                TArg::Value(CVal::Int((v != 0) as i128, ty))
-            }
+            TArg::Value(CVal::Int(v, _)) if ty == ScalarTy::Bool => TArg::Value(CVal::Int((v != 0) as i128, ty)),
             TArg::Value(CVal::Int(v, _)) if ty.is_int() => TArg::Value(CVal::Int(ty.wrap(v), ty)),
             TArg::Value(CVal::Sym(s, _)) => TArg::Value(CVal::Sym(s, ty)),
             // A name parsed as a type where a value is expected: one nothing declares.
@@ -272,9 +263,7 @@ impl<'u> Lowerer<'u> {
         node: Node<'u>,
     ) -> Operand {
         let candidates = self.definitions(ids);
-        let Some((decl, env)) =
-            self.resolve_overload(&candidates, explicit, &operands, class.as_ref())
-        else {
+        let Some((decl, env)) = self.resolve_overload(&candidates, explicit, &operands, class.as_ref()) else {
             let name = ids
                 .first()
                 .map(|&id| self.index.decl(id).name.clone())
@@ -291,19 +280,13 @@ impl<'u> Lowerer<'u> {
         // arguments: evaluate it once.
         let memo_key = match (&constant_args, this_free) {
             (Some(keys), true) => {
-                let mut env_keys: Vec<String> = env
-                    .iter()
-                    .map(|(k, a)| format!("{k}={}", a.display()))
-                    .collect();
+                let mut env_keys: Vec<String> = env.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
                 env_keys.sort();
                 let class_key = class
                     .as_ref()
                     .map(|c| Type::Class(c.clone()).display())
                     .unwrap_or_default();
-                Some((
-                    decl,
-                    format!("{class_key}|{}|{}", env_keys.join(","), keys.join(",")),
-                ))
+                Some((decl, format!("{class_key}|{}|{}", env_keys.join(","), keys.join(","))))
             }
             _ => None,
         };
@@ -337,12 +320,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A function's declared return type in its context.
-    fn declared_return_type(
-        &mut self,
-        id: DeclId,
-        class: Option<&Rc<ClassInst>>,
-        env: &TemplateEnv,
-    ) -> Type {
+    fn declared_return_type(&mut self, id: DeclId, class: Option<&Rc<ClassInst>>, env: &TemplateEnv) -> Type {
         let d = self.index.decl(id).clone();
         let ctx = self.callee_ctx(id, class, env);
         self.in_ctx(ctx, |l| {
@@ -382,12 +360,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// The callee's context (its fragment, scope, class and template arguments).
-    fn callee_ctx(
-        &mut self,
-        id: DeclId,
-        class: Option<&Rc<ClassInst>>,
-        env: &TemplateEnv,
-    ) -> Ctx<'u> {
+    fn callee_ctx(&mut self, id: DeclId, class: Option<&Rc<ClassInst>>, env: &TemplateEnv) -> Ctx<'u> {
         let d = self.index.decl(id).clone();
         let mut tenv = TemplateEnv::new();
         let mut class_inst = None;
@@ -427,13 +400,8 @@ impl<'u> Lowerer<'u> {
     ) -> Option<(TemplateEnv, u32)> {
         let d = self.index.decl(id).clone();
         let params = function_params(d.node)?;
-        let variadic = params
-            .iter()
-            .any(|p| p.kind() == "variadic_parameter_declaration");
-        let required = params
-            .iter()
-            .filter(|p| p.kind() == "parameter_declaration")
-            .count();
+        let variadic = params.iter().any(|p| p.kind() == "variadic_parameter_declaration");
+        let required = params.iter().filter(|p| p.kind() == "parameter_declaration").count();
         if operands.len() < required || (!variadic && operands.len() > params.len()) {
             return None;
         }
@@ -484,9 +452,7 @@ impl<'u> Lowerer<'u> {
                 } else {
                     decay(&actual)
                 };
-                let ok = self.in_ctx(dctx.clone(), |l| {
-                    l.deduce_param(*p, &actual, &names, &mut deduced)
-                });
+                let ok = self.in_ctx(dctx.clone(), |l| l.deduce_param(*p, &actual, &names, &mut deduced));
                 if !ok {
                     return None;
                 }
@@ -513,13 +479,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Deduces template parameters from one function parameter.
-    fn deduce_param(
-        &mut self,
-        p: Node<'u>,
-        actual: &Type,
-        names: &[String],
-        env: &mut TemplateEnv,
-    ) -> bool {
+    fn deduce_param(&mut self, p: Node<'u>, actual: &Type, names: &[String], env: &mut TemplateEnv) -> bool {
         let Some(type_node) = p.field("type") else {
             return true;
         };
@@ -539,10 +499,7 @@ impl<'u> Lowerer<'u> {
                         if let (Some(size), Some(count)) = (n.field("size"), count) {
                             let sname = super::index::normalize(self.text(size));
                             if names.contains(&sname) && !env.contains_key(&sname) {
-                                env.insert(
-                                    sname,
-                                    TArg::Value(CVal::Int(count as i128, ScalarTy::I32)),
-                                );
+                                env.insert(sname, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
                             }
                         }
                         actual = (*inner).clone();
@@ -552,11 +509,9 @@ impl<'u> Lowerer<'u> {
                 },
                 _ => {}
             }
-            node = n.field("declarator").or_else(|| {
-                named_children(n)
-                    .into_iter()
-                    .find(|c| c.kind().ends_with("declarator"))
-            });
+            node = n
+                .field("declarator")
+                .or_else(|| named_children(n).into_iter().find(|c| c.kind().ends_with("declarator")));
         }
         if !mentions(&text, names) {
             return true;
@@ -564,9 +519,7 @@ impl<'u> Lowerer<'u> {
         if names.contains(&text) {
             if let Some(prev) = env.get(&text) {
                 return match (prev, &actual) {
-                    (TArg::Type(a), b) => {
-                        a == b || matches!(a, Type::Opaque(_)) || matches!(b, Type::Opaque(_))
-                    }
+                    (TArg::Type(a), b) => a == b || matches!(a, Type::Opaque(_)) || matches!(b, Type::Opaque(_)),
                     _ => true,
                 };
             }
@@ -592,14 +545,10 @@ impl<'u> Lowerer<'u> {
         let key_args: Vec<String> = {
             let mut v: Vec<(&String, &TArg)> = env.iter().collect();
             v.sort_by(|a, b| a.0.cmp(b.0));
-            let mut keys: Vec<String> = v
-                .iter()
-                .map(|(k, a)| format!("{k}={}", a.display()))
-                .collect();
+            let mut keys: Vec<String> = v.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
             for op in &operands {
                 keys.push(match op {
-                    Operand::Value(Value::Scalar(e, _))
-                    | Operand::Place(Place::Temp(Value::Scalar(e, _)))
+                    Operand::Value(Value::Scalar(e, _)) | Operand::Place(Place::Temp(Value::Scalar(e, _)))
                         if e.is_const() =>
                     {
                         format!("{e:?}")
@@ -615,9 +564,7 @@ impl<'u> Lowerer<'u> {
             .unwrap_or_default();
         let key = (id, format!("{class_key}|{}", key_args.join(",")));
         if self.frames.iter().any(|f| f.key.as_ref() == Some(&key)) {
-            return Operand::Value(
-                self.unknown_value(node, format!("recursive call to `{}`", d.name)),
-            );
+            return Operand::Value(self.unknown_value(node, format!("recursive call to `{}`", d.name)));
         }
         if self.frames.len() > self.config.max_inline_depth {
             let reason = format!(
@@ -654,9 +601,7 @@ impl<'u> Lowerer<'u> {
                     let b = match op {
                         Operand::Place(pl) => Binding::Place(pl),
                         Operand::Value(v) => Binding::Value(v),
-                        Operand::List(_) => {
-                            Binding::Value(Value::Unknown(Type::Opaque("list".into())))
-                        }
+                        Operand::List(_) => Binding::Value(Value::Unknown(Type::Opaque("list".into()))),
                     };
                     bindings.push(b);
                 }
@@ -671,10 +616,7 @@ impl<'u> Lowerer<'u> {
                 None => match p.field("default_value") {
                     Some(v) => Operand::Value(self.expr(v)),
                     None => {
-                        self.unknown(
-                            node,
-                            format!("missing argument {i} in call to `{}`", d.name),
-                        );
+                        self.unknown(node, format!("missing argument {i} in call to `{}`", d.name));
                         Operand::Value(Value::Unknown(pty.clone()))
                     }
                 },
@@ -788,9 +730,7 @@ impl<'u> Lowerer<'u> {
                 let ty = match (pty, &v) {
                     (Type::Opaque(n), _) if &**n == "auto" => v.ty(),
                     // An address passed as an integer keeps pointing into its buffer.
-                    (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => {
-                        Type::ptr(Type::int(8, false))
-                    }
+                    (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => Type::ptr(Type::int(8, false)),
                     _ => pty.clone(),
                 };
                 let place = self.local_place(name, &ty, p);
@@ -815,10 +755,7 @@ impl<'u> Lowerer<'u> {
                 self.unknown(init, format!("initializer of unknown member `{name}`"));
                 continue;
             };
-            let args: Vec<Node> = children
-                .get(1)
-                .map(|a| named_children(*a))
-                .unwrap_or_default();
+            let args: Vec<Node> = children.get(1).map(|a| named_children(*a)).unwrap_or_default();
             let ty = place.ty();
             let v = if args.len() == 1 {
                 self.expr(args[0])
@@ -831,19 +768,12 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A call nothing models: pure when no argument reaches memory, else unknown.
-    pub(super) fn opaque_call(
-        &mut self,
-        name: &str,
-        operands: &[Operand],
-        node: Node<'u>,
-    ) -> Value {
+    pub(super) fn opaque_call(&mut self, name: &str, operands: &[Operand], node: Node<'u>) -> Value {
         let mut args = Vec::new();
         let mut touches_memory = false;
         for op in operands {
             let ty = op.ty();
-            if ty.is_pointer_like()
-                || matches!(op, Operand::Place(Place::Mem(..))) && matches!(ty, Type::Ref(_))
-            {
+            if ty.is_pointer_like() || matches!(op, Operand::Place(Place::Mem(..))) && matches!(ty, Type::Ref(_)) {
                 touches_memory = true;
             }
             if let Operand::Value(Value::Ptr(_)) = op {
@@ -877,12 +807,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Calls a lambda.
-    pub(super) fn call_closure(
-        &mut self,
-        id: u32,
-        operands: Vec<Operand>,
-        node: Node<'u>,
-    ) -> Operand {
+    pub(super) fn call_closure(&mut self, id: u32, operands: Vec<Operand>, node: Node<'u>) -> Operand {
         let Some(closure) = self.closures.get(id as usize) else {
             return Operand::Value(self.unknown_value(node, "call of an unknown closure"));
         };
@@ -913,10 +838,7 @@ impl<'u> Lowerer<'u> {
             .unwrap_or_default();
         let mut ops = operands.into_iter();
         for p in params {
-            if !matches!(
-                p.kind(),
-                "parameter_declaration" | "optional_parameter_declaration"
-            ) {
+            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
                 continue;
             }
             let (pty, name) = self.declared_type(p);
@@ -998,9 +920,7 @@ impl<'u> Lowerer<'u> {
 
     /// `return e;` in the current function.
     pub(super) fn return_stmt(&mut self, node: Node<'u>) {
-        let value_node = named_children(node)
-            .into_iter()
-            .find(|c| c.kind() != "comment");
+        let value_node = named_children(node).into_iter().find(|c| c.kind() != "comment");
         let in_function = self.frame().ret.is_some();
         if !in_function {
             // A kernel-level return: leave the kernel.
@@ -1046,10 +966,7 @@ impl<'u> Lowerer<'u> {
         }
         let value = match value_node {
             Some(v) if v.kind() == "initializer_list" => {
-                let items: Vec<Operand> = named_children(v)
-                    .into_iter()
-                    .map(|i| self.operand(i))
-                    .collect();
+                let items: Vec<Operand> = named_children(v).into_iter().map(|i| self.operand(i)).collect();
                 self.list_value(&ret_ty, items, v)
             }
             Some(v) => {
@@ -1125,10 +1042,7 @@ impl<'u> Lowerer<'u> {
             Type::Vector(vt) => {
                 let n = vt.n as usize;
                 let elem = (*vt.elem).clone();
-                let vals: Vec<Value> = operands
-                    .into_iter()
-                    .map(|op| self.operand_value(op, node))
-                    .collect();
+                let vals: Vec<Value> = operands.into_iter().map(|op| self.operand_value(op, node)).collect();
                 if vals.len() == 1 && vals[0].ty() == ty {
                     return vals.into_iter().next().expect("one value");
                 }
@@ -1150,18 +1064,14 @@ impl<'u> Lowerer<'u> {
                 let inst = inst.clone();
                 // A copy.
                 if operands.len() == 1 && operands[0].ty().strip_ref() == &ty {
-                    return self
-                        .operand_value(operands.into_iter().next().expect("one operand"), node);
+                    return self.operand_value(operands.into_iter().next().expect("one operand"), node);
                 }
                 let place = self.local_place("tmp", &ty, node);
                 self.construct_into(&place, &inst, operands, node);
                 self.read(&place, node)
             }
             Type::Lib(lib) => {
-                let vals: Vec<Value> = operands
-                    .into_iter()
-                    .map(|op| self.operand_value(op, node))
-                    .collect();
+                let vals: Vec<Value> = operands.into_iter().map(|op| self.operand_value(op, node)).collect();
                 Value::Agg(Type::Lib(lib.clone()), vals)
             }
             Type::Array(..) => {
@@ -1170,10 +1080,7 @@ impl<'u> Lowerer<'u> {
                 self.read(&place, node)
             }
             _ => {
-                let vals: Vec<Value> = operands
-                    .into_iter()
-                    .map(|op| self.operand_value(op, node))
-                    .collect();
+                let vals: Vec<Value> = operands.into_iter().map(|op| self.operand_value(op, node)).collect();
                 match vals.into_iter().next() {
                     Some(v) => v,
                     None => Value::Unknown(ty.clone()),
@@ -1200,25 +1107,13 @@ impl<'u> Lowerer<'u> {
             .collect();
         if !ctors.is_empty() {
             let candidates = self.definitions(&ctors);
-            if let Some((ctor, env)) =
-                self.resolve_overload(&candidates, &[], &operands, Some(inst))
-            {
+            if let Some((ctor, env)) = self.resolve_overload(&candidates, &[], &operands, Some(inst)) {
                 self.default_members(place, inst, node);
-                self.inline(
-                    ctor,
-                    env,
-                    operands,
-                    Some(place.clone()),
-                    Some(inst.clone()),
-                    node,
-                );
+                self.inline(ctor, env, operands, Some(place.clone()), Some(inst.clone()), node);
                 return;
             }
             if !operands.is_empty() {
-                self.unknown(
-                    node,
-                    format!("no constructor of `{}` takes these arguments", inst.name),
-                );
+                self.unknown(node, format!("no constructor of `{}` takes these arguments", inst.name));
                 return;
             }
         }
@@ -1246,9 +1141,7 @@ impl<'u> Lowerer<'u> {
         for id in fields {
             let d = self.index.decl(id).clone();
             let Some(decl) = d.declarator else { continue };
-            let init = decl
-                .field("value")
-                .or_else(|| d.node.field("default_value"));
+            let init = decl.field("value").or_else(|| d.node.field("default_value"));
             let Some(init) = init else { continue };
             let Some(fp) = self.member_place(place, &d.name, node) else {
                 continue;
@@ -1264,10 +1157,7 @@ impl<'u> Lowerer<'u> {
             Operand::Place(p) => self.read(&p, node),
             Operand::Value(v) => v,
             Operand::List(items) => {
-                let vals: Vec<Value> = items
-                    .into_iter()
-                    .map(|i| self.operand_value(i, node))
-                    .collect();
+                let vals: Vec<Value> = items.into_iter().map(|i| self.operand_value(i, node)).collect();
                 vals.into_iter().next().unwrap_or(Value::Void)
             }
         }
@@ -1332,9 +1222,7 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
 /// A key for a constant operand (`None` when the operand is not constant).
 fn constant_key(op: &Operand) -> Option<String> {
     match op {
-        Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => {
-            Some(format!("{v:?}"))
-        }
+        Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => Some(format!("{v:?}")),
         _ => None,
     }
 }
@@ -1394,10 +1282,9 @@ pub(super) fn conversion_cost(to: &Type, from: &Type) -> Option<u32> {
         return Some(6);
     }
     match (to, from) {
-        (
-            Type::Int { .. } | Type::Bool | Type::Enum { .. },
-            Type::Int { .. } | Type::Bool | Type::Enum { .. },
-        ) => Some(if common_type(to, from) == *to { 1 } else { 2 }),
+        (Type::Int { .. } | Type::Bool | Type::Enum { .. }, Type::Int { .. } | Type::Bool | Type::Enum { .. }) => {
+            Some(if common_type(to, from) == *to { 1 } else { 2 })
+        }
         (Type::Float(_), Type::Float(_)) => Some(1),
         (Type::Float(_), t) | (t, Type::Float(_)) if t.is_arith() => Some(3),
         (Type::Ptr(a), Type::Ptr(b)) | (Type::Ptr(a), Type::Array(b, _)) => {
@@ -1437,10 +1324,7 @@ impl<'u> Lowerer<'u> {
         let Some(func) = node.field("function") else {
             return Operand::Value(self.unknown_value(node, "call without a callee"));
         };
-        if named_children(node)
-            .iter()
-            .any(|c| c.kind() == "kernel_call_syntax")
-        {
+        if named_children(node).iter().any(|c| c.kind() == "kernel_call_syntax") {
             return Operand::Value(self.unknown_value(node, "kernel launch from device code"));
         }
         let args = node.field("arguments");
@@ -1450,10 +1334,7 @@ impl<'u> Lowerer<'u> {
                 self.call_by_name(&name, &[], args, node)
             }
             "template_function" => {
-                let name = func
-                    .field("name")
-                    .map(|n| self.text(n).to_string())
-                    .unwrap_or_default();
+                let name = func.field("name").map(|n| self.text(n).to_string()).unwrap_or_default();
                 if matches!(
                     name.as_str(),
                     "static_cast" | "reinterpret_cast" | "const_cast" | "dynamic_cast" | "bit_cast"
@@ -1487,18 +1368,13 @@ impl<'u> Lowerer<'u> {
                             other => Place::Temp(other.clone()),
                         };
                         match self.member_functions(&inst, "operator()", 0) {
-                            Some((ids, owner)) => {
-                                self.call_named(&ids, &[], ops, Some(this), Some(owner), node)
-                            }
-                            None => Operand::Value(self.unknown_value(
-                                node,
-                                format!("call of a `{}`, which has no operator()", inst.name),
-                            )),
+                            Some((ids, owner)) => self.call_named(&ids, &[], ops, Some(this), Some(owner), node),
+                            None => Operand::Value(
+                                self.unknown_value(node, format!("call of a `{}`, which has no operator()", inst.name)),
+                            ),
                         }
                     }
-                    _ => {
-                        Operand::Value(self.unknown_value(node, "call through a function pointer"))
-                    }
+                    _ => Operand::Value(self.unknown_value(node, "call through a function pointer")),
                 }
             }
         }
@@ -1511,11 +1387,7 @@ impl<'u> Lowerer<'u> {
             .and_then(|a| named_children(a).into_iter().next())
             .map(|t| self.type_descriptor(t))
             .unwrap_or(Type::Opaque("?".into()));
-        let arg = args.and_then(|a| {
-            named_children(a)
-                .into_iter()
-                .find(|c| c.kind() != "comment")
-        });
+        let arg = args.and_then(|a| named_children(a).into_iter().find(|c| c.kind() != "comment"));
         let Some(arg) = arg else {
             return Operand::Value(self.unknown_value(node, "cast without an operand"));
         };
@@ -1574,20 +1446,13 @@ impl<'u> Lowerer<'u> {
     }
 
     /// `f(args)` / `f<T>(args)` by unqualified name.
-    fn call_by_name(
-        &mut self,
-        name: &str,
-        explicit: &[TArg],
-        args: Option<Node<'u>>,
-        node: Node<'u>,
-    ) -> Operand {
+    fn call_by_name(&mut self, name: &str, explicit: &[TArg], args: Option<Node<'u>>, node: Node<'u>) -> Operand {
         match self.lookup_local(name) {
             Some(Binding::Value(Value::Closure(id))) => {
                 let ops = self.operands(args);
                 return self.call_closure(id, ops, node);
             }
-            Some(Binding::Value(Value::Func(f)))
-            | Some(Binding::Place(Place::Temp(Value::Func(f)))) => {
+            Some(Binding::Value(Value::Func(f))) | Some(Binding::Place(Place::Temp(Value::Func(f)))) => {
                 let ops = self.operands(args);
                 let mut targs = f.args.clone();
                 targs.extend(explicit.iter().cloned());
@@ -1615,19 +1480,11 @@ impl<'u> Lowerer<'u> {
                         let inst = inst.clone();
                         let ops = self.operands(args);
                         if let Some((ids, owner)) = self.member_functions(&inst, "operator()", 0) {
-                            return self.call_named(
-                                &ids,
-                                explicit,
-                                ops,
-                                Some(p),
-                                Some(owner),
-                                node,
-                            );
+                            return self.call_named(&ids, explicit, ops, Some(p), Some(owner), node);
                         }
-                        return Operand::Value(self.unknown_value(
-                            node,
-                            format!("call of `{name}`, which has no operator()"),
-                        ));
+                        return Operand::Value(
+                            self.unknown_value(node, format!("call of `{name}`, which has no operator()")),
+                        );
                     }
                     _ => {
                         if let Place::Temp(Value::Closure(id)) = p {
@@ -1699,12 +1556,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// `ns::f(args)`, `Class::f(args)`, `T::f(args)`, `std::max(a, b)`.
-    fn call_qualified(
-        &mut self,
-        func: Node<'u>,
-        args: Option<Node<'u>>,
-        node: Node<'u>,
-    ) -> Operand {
+    fn call_qualified(&mut self, func: Node<'u>, args: Option<Node<'u>>, node: Node<'u>) -> Operand {
         let full = super::index::normalize(self.text(func));
         let (Some(scope_node), Some(name_node)) = (func.field("scope"), func.field("name")) else {
             let ops = self.operands(args);
@@ -1740,13 +1592,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A qualified callee whose arguments are evaluated.
-    fn qualified_with_ops(
-        &mut self,
-        func: Node<'u>,
-        ops: Vec<Operand>,
-        node: Node<'u>,
-        full: &str,
-    ) -> Operand {
+    fn qualified_with_ops(&mut self, func: Node<'u>, ops: Vec<Operand>, node: Node<'u>, full: &str) -> Operand {
         let (Some(scope_node), Some(name_node)) = (func.field("scope"), func.field("name")) else {
             return self.library_or_opaque(full, &[], ops, node);
         };
@@ -1785,9 +1631,10 @@ impl<'u> Lowerer<'u> {
                     Some(Binding::Type(t)) => Some(t),
                     _ => {
                         let ids = self.index.lookup(self.ctx().scope, &sname);
-                        if ids.iter().any(|&id| {
-                            matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)
-                        }) {
+                        if ids
+                            .iter()
+                            .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias))
+                        {
                             Some(self.named_type(&sname, scope_node))
                         } else {
                             None
@@ -1807,16 +1654,10 @@ impl<'u> Lowerer<'u> {
                 let ty = Type::Class(inst.clone());
                 return Operand::Value(self.construct(&ty, ops, node));
             }
-            return Operand::Value(self.unknown_value(
-                node,
-                format!("no member function `{name}` in `{}`", inst.name),
-            ));
+            return Operand::Value(self.unknown_value(node, format!("no member function `{name}` in `{}`", inst.name)));
         }
         let path = super::index::normalize(self.text(scope_node));
-        let parts: Vec<&str> = path
-            .split("::")
-            .map(|p| p.split('<').next().unwrap_or(p))
-            .collect();
+        let parts: Vec<&str> = path.split("::").map(|p| p.split('<').next().unwrap_or(p)).collect();
         if let Some(s) = self.resolve_scope_path(&parts) {
             let ids = self.index.lookup_in(s, &name, 0);
             if !ids.is_empty() {
@@ -1826,13 +1667,7 @@ impl<'u> Lowerer<'u> {
         self.library_or_opaque(full, &explicit, ops, node)
     }
 
-    fn library_or_opaque(
-        &mut self,
-        full: &str,
-        explicit: &[TArg],
-        ops: Vec<Operand>,
-        node: Node<'u>,
-    ) -> Operand {
+    fn library_or_opaque(&mut self, full: &str, explicit: &[TArg], ops: Vec<Operand>, node: Node<'u>) -> Operand {
         let full_no_args: String = {
             let mut depth = 0;
             full.chars()
@@ -1884,18 +1719,10 @@ impl<'u> Lowerer<'u> {
                 let v = if *signed { -(1i128 << (bits - 1)) } else { 0 };
                 Value::Scalar(crate::ir::Expr::int(v, ty.scalar()), ty.clone())
             }
-            (Type::Float(_), "max") => {
-                Value::Scalar(crate::ir::Expr::Float(f32::MAX as f64), ty.clone())
-            }
-            (Type::Float(_), "lowest") => {
-                Value::Scalar(crate::ir::Expr::Float(f32::MIN as f64), ty.clone())
-            }
-            (Type::Float(_), "infinity") => {
-                Value::Scalar(crate::ir::Expr::Float(f64::INFINITY), ty.clone())
-            }
-            (Type::Float(_), "min") => {
-                Value::Scalar(crate::ir::Expr::Float(f32::MIN_POSITIVE as f64), ty.clone())
-            }
+            (Type::Float(_), "max") => Value::Scalar(crate::ir::Expr::Float(f32::MAX as f64), ty.clone()),
+            (Type::Float(_), "lowest") => Value::Scalar(crate::ir::Expr::Float(f32::MIN as f64), ty.clone()),
+            (Type::Float(_), "infinity") => Value::Scalar(crate::ir::Expr::Float(f64::INFINITY), ty.clone()),
+            (Type::Float(_), "min") => Value::Scalar(crate::ir::Expr::Float(f32::MIN_POSITIVE as f64), ty.clone()),
             _ => self.unknown_value(node, format!("`{full}`")),
         }
     }
@@ -1923,11 +1750,7 @@ impl<'u> Lowerer<'u> {
         let object = if arg.kind() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,
-                None => {
-                    return Operand::Value(
-                        self.unknown_value(node, "`this` outside a member function"),
-                    )
-                }
+                None => return Operand::Value(self.unknown_value(node, "`this` outside a member function")),
             }
         } else if arrow {
             let v = self.expr(arg);
@@ -1941,13 +1764,10 @@ impl<'u> Lowerer<'u> {
             Type::Class(inst) => {
                 let inst = inst.clone();
                 match self.member_functions(&inst, &name, 0) {
-                    Some((ids, owner)) => {
-                        self.call_named(&ids, &explicit, ops, Some(object), Some(owner), node)
-                    }
-                    None => Operand::Value(self.unknown_value(
-                        node,
-                        format!("no member function `{name}` in `{}`", inst.name),
-                    )),
+                    Some((ids, owner)) => self.call_named(&ids, &explicit, ops, Some(object), Some(owner), node),
+                    None => Operand::Value(
+                        self.unknown_value(node, format!("no member function `{name}` in `{}`", inst.name)),
+                    ),
                 }
             }
             Type::Lib(_) => self.library_method(&object, &name, ops, node),

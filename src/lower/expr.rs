@@ -16,10 +16,7 @@ use super::types::{common_type, promote, ClassInst, Type};
 use super::value::{Binding, Place, Ptr, PtrSlot, Value};
 use super::{Ctx, Lowerer};
 use crate::ir::fold;
-use crate::ir::{
-    Access, AccessKind, BinOp, Builtin, Dim, Expr, ObjectKind, ScalarTy, Space, StmtKind, SymKind,
-    UnOp,
-};
+use crate::ir::{Access, AccessKind, BinOp, Builtin, Dim, Expr, ObjectKind, ScalarTy, Space, StmtKind, SymKind, UnOp};
 use crate::syntax::named_children;
 
 const I64: ScalarTy = ScalarTy::I64;
@@ -48,13 +45,7 @@ impl<'u> Lowerer<'u> {
             "char_literal" => {
                 let v = crate::preprocess::cond::char_value(self.text(node));
                 Value::Scalar(
-                    Expr::int(
-                        v,
-                        ScalarTy::Int {
-                            bits: 8,
-                            signed: true,
-                        },
-                    ),
+                    Expr::int(v, ScalarTy::Int { bits: 8, signed: true }),
                     Type::int(8, true),
                 )
             }
@@ -70,10 +61,7 @@ impl<'u> Lowerer<'u> {
                 offset: i64c(0),
                 pointee: Type::Void,
             }),
-            "parenthesized_expression" => match named_children(node)
-                .into_iter()
-                .find(|c| c.kind() != "comment")
-            {
+            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind() != "comment") {
                 Some(inner) => self.expr(inner),
                 None => Value::Void,
             },
@@ -139,15 +127,9 @@ impl<'u> Lowerer<'u> {
                     .map(|t| self.type_descriptor(t))
                     .unwrap_or(Type::Void);
                 match self.size_align(&ty) {
-                    Some((_, a)) => {
-                        Value::Scalar(Expr::int(a as i128, ScalarTy::U64), Type::int(64, false))
-                    }
+                    Some((_, a)) => Value::Scalar(Expr::int(a as i128, ScalarTy::U64), Type::int(64, false)),
                     None => {
-                        let s = self.sym(
-                            &format!("alignof({})", ty.display()),
-                            ScalarTy::U64,
-                            SymKind::Layout,
-                        );
+                        let s = self.sym(&format!("alignof({})", ty.display()), ScalarTy::U64, SymKind::Layout);
                         Value::Scalar(Expr::Sym(s), Type::int(64, false))
                     }
                 }
@@ -162,17 +144,12 @@ impl<'u> Lowerer<'u> {
                     .map(|m| self.text(m).to_string())
                     .unwrap_or_default();
                 match self.field(&ty, &member) {
-                    Some((_, off, _)) => {
-                        Value::Scalar(self.cast(ScalarTy::U64, off), Type::int(64, false))
-                    }
+                    Some((_, off, _)) => Value::Scalar(self.cast(ScalarTy::U64, off), Type::int(64, false)),
                     None => self.unknown_value(node, "offsetof of an unknown member"),
                 }
             }
             "initializer_list" => {
-                let items: Vec<Operand> = named_children(node)
-                    .into_iter()
-                    .map(|i| self.operand(i))
-                    .collect();
+                let items: Vec<Operand> = named_children(node).into_iter().map(|i| self.operand(i)).collect();
                 match items.len() {
                     1 => {
                         let op = items.into_iter().next().expect("one item");
@@ -202,16 +179,10 @@ impl<'u> Lowerer<'u> {
                 Value::Void
             }
             "template_function" => self.template_value(node),
-            "primitive_type" | "template_type" | "sized_type_specifier" => {
-                Value::Type(self.type_node(node))
-            }
+            "primitive_type" | "template_type" | "sized_type_specifier" => Value::Type(self.type_node(node)),
             "type_descriptor" => Value::Type(self.type_descriptor(node)),
-            "parameter_pack_expansion" => {
-                self.unknown_value(node, "pack expansion in this position")
-            }
-            "new_expression" | "delete_expression" => {
-                self.unknown_value(node, "dynamic allocation in device code")
-            }
+            "parameter_pack_expansion" => self.unknown_value(node, "pack expansion in this position"),
+            "new_expression" | "delete_expression" => self.unknown_value(node, "dynamic allocation in device code"),
             "throw_expression" | "co_await_expression" | "co_yield_statement" => {
                 self.unknown_value(node, format!("`{}` in device code", node.kind()))
             }
@@ -330,9 +301,7 @@ impl<'u> Lowerer<'u> {
                         let fields = fields
                             .into_iter()
                             .map(|f| match f {
-                                Value::Scalar(e, ft) => {
-                                    Value::Scalar(fold::unary(UnOp::Neg, ft.scalar(), e), ft)
-                                }
+                                Value::Scalar(e, ft) => Value::Scalar(fold::unary(UnOp::Neg, ft.scalar(), e), ft),
                                 other => other,
                             })
                             .collect();
@@ -440,10 +409,7 @@ impl<'u> Lowerer<'u> {
         let mut then_block = block;
         let site = self.site(span);
         then_block.0.push(crate::ir::Stmt {
-            kind: StmtKind::Assign {
-                var: t,
-                value: b_expr,
-            },
+            kind: StmtKind::Assign { var: t, value: b_expr },
             span,
             site,
         });
@@ -469,9 +435,7 @@ impl<'u> Lowerer<'u> {
             other => other,
         };
         // User-defined operators on classes.
-        if matches!(a.ty().strip_ref(), Type::Class(_))
-            || matches!(b.ty().strip_ref(), Type::Class(_))
-        {
+        if matches!(a.ty().strip_ref(), Type::Class(_)) || matches!(b.ty().strip_ref(), Type::Class(_)) {
             if let Some(v) = self.user_operator(op, &a, &b, node) {
                 return v;
             }
@@ -491,9 +455,7 @@ impl<'u> Lowerer<'u> {
                 Value::Scalar(if op == "!=" { nn } else { fold::not(nn) }, Type::Bool)
             }
             (Value::Scalar(x, tx), Value::Scalar(y, ty)) => self.arith(op, x, &tx, y, &ty, node),
-            (Value::Agg(t, xs), Value::Agg(_, ys))
-                if xs.len() == ys.len() && !matches!(op, "==" | "!=") =>
-            {
+            (Value::Agg(t, xs), Value::Agg(_, ys)) if xs.len() == ys.len() && !matches!(op, "==" | "!=") => {
                 // Vector operators act per component.
                 let fields = xs
                     .into_iter()
@@ -512,10 +474,7 @@ impl<'u> Lowerer<'u> {
             (Value::Unknown(t), _) | (_, Value::Unknown(t)) => Value::Unknown(t),
             (a, b) => {
                 let op_id = self.op(&format!("operator{op}"));
-                let args: Vec<Expr> = [a, b]
-                    .into_iter()
-                    .filter_map(|v| v.expr().cloned())
-                    .collect();
+                let args: Vec<Expr> = [a, b].into_iter().filter_map(|v| v.expr().cloned()).collect();
                 Value::Scalar(
                     Expr::Opaque(op_id, ScalarTy::Opaque, args),
                     Type::Opaque("operator".into()),
@@ -594,14 +553,9 @@ impl<'u> Lowerer<'u> {
                     Type::int(64, true),
                 )
             }
-            "==" | "!=" | "<" | "<=" | ">" | ">=" if same => self.arith(
-                op,
-                p.offset,
-                &Type::int(64, true),
-                q.offset,
-                &Type::int(64, true),
-                node,
-            ),
+            "==" | "!=" | "<" | "<=" | ">" | ">=" if same => {
+                self.arith(op, p.offset, &Type::int(64, true), q.offset, &Type::int(64, true), node)
+            }
             "==" | "!=" => {
                 // Different objects: equal only when both are null.
                 let both_null = p.object.is_none() && q.object.is_none();
@@ -615,10 +569,7 @@ impl<'u> Lowerer<'u> {
                 };
                 Value::Scalar(if op == "==" { eq } else { fold::not(eq) }, Type::Bool)
             }
-            _ => self.unknown_value(
-                node,
-                format!("pointer operator `{op}` on different buffers"),
-            ),
+            _ => self.unknown_value(node, format!("pointer operator `{op}` on different buffers")),
         }
     }
 
@@ -637,14 +588,7 @@ impl<'u> Lowerer<'u> {
                 .collect();
             if !ids.is_empty() {
                 let this = Place::Temp(a.clone());
-                let op = self.call_named(
-                    &ids,
-                    &[],
-                    vec![Operand::Value(b.clone())],
-                    Some(this),
-                    Some(inst),
-                    node,
-                );
+                let op = self.call_named(&ids, &[], vec![Operand::Value(b.clone())], Some(this), Some(inst), node);
                 return Some(self.operand_value(op, node));
             }
         }
@@ -666,9 +610,7 @@ impl<'u> Lowerer<'u> {
         let Some(arg) = node.field("argument") else {
             return Value::Void;
         };
-        let prefix = node
-            .child(0)
-            .is_some_and(|c| c.kind() == "++" || c.kind() == "--");
+        let prefix = node.child(0).is_some_and(|c| c.kind() == "++" || c.kind() == "--");
         let place = self.place(arg);
         let old = self.read(&place, node);
         let one = Value::Scalar(Expr::int(1, ScalarTy::I32), Type::int(32, true));
@@ -730,20 +672,13 @@ impl<'u> Lowerer<'u> {
     }
 
     fn assignment(&mut self, node: Node<'u>) -> Value {
-        let op = node
-            .field("operator")
-            .map(|o| self.text(o))
-            .unwrap_or("=")
-            .to_string();
+        let op = node.field("operator").map(|o| self.text(o)).unwrap_or("=").to_string();
         let (Some(l), Some(r)) = (node.field("left"), node.field("right")) else {
             return Value::Void;
         };
         let place = self.place(l);
         let value = if r.kind() == "initializer_list" {
-            let items: Vec<Operand> = named_children(r)
-                .into_iter()
-                .map(|i| self.operand(i))
-                .collect();
+            let items: Vec<Operand> = named_children(r).into_iter().map(|i| self.operand(i)).collect();
             let ty = place.ty();
             self.list_value(&ty, items, r)
         } else {
@@ -760,14 +695,7 @@ impl<'u> Lowerer<'u> {
                 .filter(|&id| self.index.decl(id).kind == DeclKind::Function)
                 .collect();
             if !ids.is_empty() {
-                let op = self.call_named(
-                    &ids,
-                    &[],
-                    vec![Operand::Value(value)],
-                    Some(place),
-                    Some(inst),
-                    node,
-                );
+                let op = self.call_named(&ids, &[], vec![Operand::Value(value)], Some(place), Some(inst), node);
                 return self.operand_value(op, node);
             }
         }
@@ -817,9 +745,7 @@ impl<'u> Lowerer<'u> {
         }
         // Effects in a branch: lower as an `if` that writes a temporary.
         let ty = match (&av, &bv) {
-            (Value::Scalar(_, ta), Value::Scalar(_, tb)) if ta.is_arith() && tb.is_arith() => {
-                common_type(ta, tb)
-            }
+            (Value::Scalar(_, ta), Value::Scalar(_, tb)) if ta.is_arith() && tb.is_arith() => common_type(ta, tb),
             _ => av.ty(),
         };
         let span = self.span(node);
@@ -857,14 +783,9 @@ impl<'u> Lowerer<'u> {
                     tx.clone()
                 };
                 let st = t.scalar();
-                Some(Value::Scalar(
-                    fold::select(c, self.cast(st, x), self.cast(st, y)),
-                    t,
-                ))
+                Some(Value::Scalar(fold::select(c, self.cast(st, x), self.cast(st, y)), t))
             }
-            (Value::Ptr(p), Value::Ptr(q))
-                if p.object == q.object || q.object.is_none() || p.object.is_none() =>
-            {
+            (Value::Ptr(p), Value::Ptr(q)) if p.object == q.object || q.object.is_none() || p.object.is_none() => {
                 let object = p.object.or(q.object);
                 Some(Value::Ptr(Ptr {
                     object,
@@ -889,11 +810,7 @@ impl<'u> Lowerer<'u> {
                 self.emit(
                     StmtKind::Assign {
                         var: selector,
-                        value: fold::select(
-                            c.clone(),
-                            Expr::int(0, ScalarTy::I32),
-                            Expr::int(1, ScalarTy::I32),
-                        ),
+                        value: fold::select(c.clone(), Expr::int(0, ScalarTy::I32), Expr::int(1, ScalarTy::I32)),
                     },
                     span,
                 );
@@ -908,15 +825,8 @@ impl<'u> Lowerer<'u> {
                 } else {
                     Space::Global
                 };
-                let choice = self.new_object(
-                    &names,
-                    space,
-                    ObjectKind::Untraced,
-                    &Type::Opaque("?".into()),
-                    span,
-                );
-                self.choices
-                    .insert(choice, (selector, vec![Some(a), Some(b)]));
+                let choice = self.new_object(&names, space, ObjectKind::Untraced, &Type::Opaque("?".into()), span);
+                self.choices.insert(choice, (selector, vec![Some(a), Some(b)]));
                 Some(Value::Ptr(Ptr {
                     object: Some(choice),
                     offset: fold::select(c, p.offset, q.offset),
@@ -940,17 +850,10 @@ impl<'u> Lowerer<'u> {
     fn sizeof(&mut self, node: Node<'u>) -> Value {
         let u64t = Type::int(64, false);
         // `sizeof...(pack)`
-        if self.text(node).trim_start().starts_with("sizeof...")
-            || self.text(node).contains("sizeof ...")
-        {
+        if self.text(node).trim_start().starts_with("sizeof...") || self.text(node).contains("sizeof ...") {
             let name = named_children(node)
                 .last()
-                .map(|n| {
-                    self.text(*n)
-                        .trim_matches(|c| c == '(' || c == ')')
-                        .trim()
-                        .to_string()
-                })
+                .map(|n| self.text(*n).trim_matches(|c| c == '(' || c == ')').trim().to_string())
                 .unwrap_or_default();
             let n = match self.lookup_local(&name) {
                 Some(Binding::Pack(items)) => items.len(),
@@ -986,9 +889,10 @@ impl<'u> Lowerer<'u> {
             .map(|o| self.text(o).to_string())
             .unwrap_or_default();
         let (left, right) = (node.field("left"), node.field("right"));
-        let pattern = [left, right].into_iter().flatten().find(|n| {
-            n.kind() != "..." && self.pack_names(*n).len() == 1 || self.mentions_pack(*n)
-        });
+        let pattern = [left, right]
+            .into_iter()
+            .flatten()
+            .find(|n| n.kind() != "..." && self.pack_names(*n).len() == 1 || self.mentions_pack(*n));
         let Some(pattern) = pattern else {
             return self.unknown_value(node, "fold expression without a pack");
         };
@@ -1124,20 +1028,12 @@ impl<'u> Lowerer<'u> {
             "pointer_expression" if node.field("operator").is_some_and(|o| self.text(o) == "*") => {
                 Operand::Place(self.place(node))
             }
-            "parenthesized_expression" => match named_children(node)
-                .into_iter()
-                .find(|c| c.kind() != "comment")
-            {
+            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind() != "comment") {
                 Some(inner) => self.operand(inner),
                 None => Operand::Value(Value::Void),
             },
             "call_expression" => self.call(node),
-            "initializer_list" => Operand::List(
-                named_children(node)
-                    .into_iter()
-                    .map(|i| self.operand(i))
-                    .collect(),
-            ),
+            "initializer_list" => Operand::List(named_children(node).into_iter().map(|i| self.operand(i)).collect()),
             _ => Operand::Value(self.expr(node)),
         }
     }
@@ -1161,10 +1057,7 @@ impl<'u> Lowerer<'u> {
                 self.name_place(&name, node)
             }
             "qualified_identifier" => self.qualified_place(node),
-            "parenthesized_expression" => match named_children(node)
-                .into_iter()
-                .find(|c| c.kind() != "comment")
-            {
+            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind() != "comment") {
                 Some(inner) => self.place(inner),
                 None => Place::Temp(Value::Void),
             },
@@ -1238,14 +1131,7 @@ impl<'u> Lowerer<'u> {
                     let ctx = self.class_ctx(&inst);
                     let ids = self.index.lookup_in(ctx.scope, "operator*", 0);
                     if !ids.is_empty() {
-                        let op = self.call_named(
-                            &ids,
-                            &[],
-                            vec![],
-                            Some(Place::Temp(other)),
-                            Some(inst),
-                            node,
-                        );
+                        let op = self.call_named(&ids, &[], vec![], Some(Place::Temp(other)), Some(inst), node);
                         return match op {
                             Operand::Place(p) => p,
                             Operand::Value(v) => Place::Temp(v),
@@ -1366,11 +1252,7 @@ impl<'u> Lowerer<'u> {
                 .field("name")
                 .map(|n| normalize(self.text(n)))
                 .unwrap_or_default();
-            return Place::Temp(self.template_value_in(
-                name_node,
-                scope,
-                &format!("{path}::{base}"),
-            ));
+            return Place::Temp(self.template_value_in(name_node, scope, &format!("{path}::{base}")));
         }
         // A class (template) scope: a static member.
         let scope_ty = match scope_node.kind() {
@@ -1381,9 +1263,10 @@ impl<'u> Lowerer<'u> {
                     Some(Binding::Type(t)) => Some(t),
                     _ => {
                         let ids = self.index.lookup(self.ctx().scope, &sname);
-                        if ids.iter().any(|&id| {
-                            matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)
-                        }) {
+                        if ids
+                            .iter()
+                            .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias))
+                        {
                             Some(self.named_type(&sname, scope_node))
                         } else {
                             None
@@ -1428,10 +1311,7 @@ impl<'u> Lowerer<'u> {
             }
         }
         let path = normalize(self.text(scope_node));
-        let parts: Vec<&str> = path
-            .split("::")
-            .map(|p| p.split('<').next().unwrap_or(p))
-            .collect();
+        let parts: Vec<&str> = path.split("::").map(|p| p.split('<').next().unwrap_or(p)).collect();
         if let Some(s) = self.resolve_scope_path(&parts) {
             let ids = self.index.lookup_in(s, &name, 0);
             if let Some(p) = self.decls_place(&ids, &name, node) {
@@ -1473,12 +1353,7 @@ impl<'u> Lowerer<'u> {
     /// The base classes of a class instantiation.
     pub(super) fn base_classes(&mut self, inst: &Rc<ClassInst>) -> Vec<Rc<ClassInst>> {
         let ctx = self.class_ctx(inst);
-        let clauses = self
-            .index
-            .bases
-            .get(&ctx.scope)
-            .cloned()
-            .unwrap_or_default();
+        let clauses = self.index.bases.get(&ctx.scope).cloned().unwrap_or_default();
         let mut out = Vec::new();
         for (clause, _) in clauses {
             for b in named_children(clause) {
@@ -1605,11 +1480,7 @@ impl<'u> Lowerer<'u> {
         let base = if arg.kind() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,
-                None => {
-                    return Place::Temp(
-                        self.unknown_value(node, "`this` outside a member function"),
-                    )
-                }
+                None => return Place::Temp(self.unknown_value(node, "`this` outside a member function")),
             }
         } else if arrow {
             let v = self.expr(arg);
@@ -1630,9 +1501,7 @@ impl<'u> Lowerer<'u> {
                 }
                 if let Type::Lib(lib) = ty.strip_ref() {
                     let lib = lib.clone();
-                    if let Some(v) =
-                        super::builtins::library_static(self, &lib.name, &lib.args, &name)
-                    {
+                    if let Some(v) = super::builtins::library_static(self, &lib.name, &lib.args, &name) {
                         return Place::Temp(v);
                     }
                 }
@@ -1648,20 +1517,13 @@ impl<'u> Lowerer<'u> {
                         Type::Opaque(name.into()),
                     ));
                 }
-                Place::Temp(
-                    self.unknown_value(node, format!("member `{name}` of `{}`", ty.display())),
-                )
+                Place::Temp(self.unknown_value(node, format!("member `{name}` of `{}`", ty.display())))
             }
         }
     }
 
     /// A data member of a place.
-    pub(super) fn member_place(
-        &mut self,
-        base: &Place,
-        name: &str,
-        node: Node<'u>,
-    ) -> Option<Place> {
+    pub(super) fn member_place(&mut self, base: &Place, name: &str, node: Node<'u>) -> Option<Place> {
         let ty = base.ty();
         let ty = ty.strip_ref().clone();
         match base {
@@ -1707,16 +1569,10 @@ impl<'u> Lowerer<'u> {
                 };
                 Some(Place::Mem(p, fty))
             }
-            Place::Temp(Value::Unknown(_)) => {
-                Some(Place::Temp(Value::Unknown(Type::Opaque(name.into()))))
-            }
+            Place::Temp(Value::Unknown(_)) => Some(Place::Temp(Value::Unknown(Type::Opaque(name.into())))),
             Place::Unresolved(base_name) => {
                 let ptr = self.unresolved_memory(base_name, node);
-                self.member_place(
-                    &Place::Mem(ptr, Type::Opaque(base_name.clone())),
-                    name,
-                    node,
-                )
+                self.member_place(&Place::Mem(ptr, Type::Opaque(base_name.clone())), name, node)
             }
             _ => None,
         }
@@ -1727,11 +1583,9 @@ impl<'u> Lowerer<'u> {
         let Some(arg) = node.field("argument") else {
             return Place::Temp(Value::Void);
         };
-        let index_node = node.field("indices").and_then(|i| {
-            named_children(i)
-                .into_iter()
-                .find(|c| c.kind() != "comment")
-        });
+        let index_node = node
+            .field("indices")
+            .and_then(|i| named_children(i).into_iter().find(|c| c.kind() != "comment"));
         let Some(index_node) = index_node else {
             return Place::Temp(self.unknown_value(node, "subscript without an index"));
         };
@@ -1759,10 +1613,7 @@ impl<'u> Lowerer<'u> {
         let ptr = match base {
             Place::Unresolved(name) => self.unresolved_memory(&name, node),
             Place::Mem(ptr, Type::Opaque(tn)) => {
-                self.assume(
-                    node,
-                    format!("`{tn}` is indexed in place (its type is not known)"),
-                );
+                self.assume(node, format!("`{tn}` is indexed in place (its type is not known)"));
                 Ptr {
                     pointee: Type::Opaque(format!("{tn}[]").into()),
                     ..ptr
@@ -1779,11 +1630,7 @@ impl<'u> Lowerer<'u> {
             other => match self.read(&other, node) {
                 Value::Ptr(p) => p,
                 Value::Unknown(t) => return Place::Temp(Value::Unknown(t)),
-                v => {
-                    return Place::Temp(
-                        self.unknown_value(node, format!("subscript of a `{}`", v.ty().display())),
-                    )
-                }
+                v => return Place::Temp(self.unknown_value(node, format!("subscript of a `{}`", v.ty().display()))),
             },
         };
         let elem = ptr.pointee.clone();
@@ -1796,23 +1643,12 @@ impl<'u> Lowerer<'u> {
     /// Reads a place (a load for memory).
     pub(super) fn read(&mut self, place: &Place, node: Node<'u>) -> Value {
         match place {
-            Place::Var(v, t) => Value::Scalar(
-                self.known.get(v).cloned().unwrap_or(Expr::Var(*v)),
-                t.clone(),
-            ),
-            Place::PtrVar {
-                offset,
-                slot,
-                pointee,
-            } => {
+            Place::Var(v, t) => Value::Scalar(self.known.get(v).cloned().unwrap_or(Expr::Var(*v)), t.clone()),
+            Place::PtrVar { offset, slot, pointee } => {
                 let object = self.ptr_slot_object(*slot, node);
                 Value::Ptr(Ptr {
                     object,
-                    offset: self
-                        .known
-                        .get(offset)
-                        .cloned()
-                        .unwrap_or(Expr::Var(*offset)),
+                    offset: self.known.get(offset).cloned().unwrap_or(Expr::Var(*offset)),
                     pointee: pointee.clone(),
                 })
             }
@@ -1853,11 +1689,7 @@ impl<'u> Lowerer<'u> {
             .flatten()
             .map(|o| format!("`{}`", self.k.objects[o.index()].name))
             .collect();
-        let spaces: Vec<Space> = real
-            .iter()
-            .flatten()
-            .map(|o| self.k.objects[o.index()].space)
-            .collect();
+        let spaces: Vec<Space> = real.iter().flatten().map(|o| self.k.objects[o.index()].space).collect();
         let space = if spaces.iter().all(|s| *s == spaces[0]) {
             spaces[0]
         } else {
@@ -1884,8 +1716,7 @@ impl<'u> Lowerer<'u> {
         if let Some((source_selector, inner)) = object.and_then(|o| self.choices.get(&o).cloned()) {
             // Copying a pointer that is itself one of several buffers: same
             // candidates, and the selector copied.
-            let fresh = self.ptr_slots[slot].objects.iter().flatten().count() == 0
-                && !self.ptr_slots[slot].used;
+            let fresh = self.ptr_slots[slot].objects.iter().flatten().count() == 0 && !self.ptr_slots[slot].used;
             if fresh || self.ptr_slots[slot].objects == inner {
                 self.ptr_slots[slot].objects = inner;
                 let selector = self.slot_selector(slot, node);
@@ -1898,26 +1729,17 @@ impl<'u> Lowerer<'u> {
                     span,
                 );
             } else {
-                self.unknown(
-                    node,
-                    "pointer variable changes to another buffer after it was used",
-                );
+                self.unknown(node, "pointer variable changes to another buffer after it was used");
             }
             return;
         }
-        let position = self.ptr_slots[slot]
-            .objects
-            .iter()
-            .position(|o| *o == object);
+        let position = self.ptr_slots[slot].objects.iter().position(|o| *o == object);
         let index = match position {
             Some(i) => i,
             None => {
                 let s = &self.ptr_slots[slot];
                 if s.used && s.objects.iter().flatten().count() > 0 {
-                    self.unknown(
-                        node,
-                        "pointer variable changes to another buffer after it was used",
-                    );
+                    self.unknown(node, "pointer variable changes to another buffer after it was used");
                     return;
                 }
                 self.ptr_slots[slot].objects.push(object);
@@ -1990,11 +1812,7 @@ impl<'u> Lowerer<'u> {
                 };
                 let width = self.size_expr(t);
                 let span = self.span(node);
-                let sty = if matches!(t, Type::Ptr(_)) {
-                    I64
-                } else {
-                    t.scalar()
-                };
+                let sty = if matches!(t, Type::Ptr(_)) { I64 } else { t.scalar() };
                 let result = self.new_var("ld", sty, span);
                 self.emit(
                     StmtKind::Access(Access {
@@ -2081,10 +1899,7 @@ impl<'u> Lowerer<'u> {
                     ..p
                 })
             }
-            Value::Agg(t, fields) => Value::Agg(
-                t,
-                fields.into_iter().map(|f| self.snapshot(f, node)).collect(),
-            ),
+            Value::Agg(t, fields) => Value::Agg(t, fields.into_iter().map(|f| self.snapshot(f, node)).collect()),
             other => other,
         }
     }
@@ -2115,11 +1930,7 @@ impl<'u> Lowerer<'u> {
                     ),
                 }
             }
-            Place::PtrVar {
-                offset,
-                slot,
-                pointee,
-            } => {
+            Place::PtrVar { offset, slot, pointee } => {
                 let value = self.convert(value, &Type::ptr(pointee.clone()), node);
                 let span = self.span(node);
                 match value {
@@ -2185,9 +1996,7 @@ impl<'u> Lowerer<'u> {
                 use super::value::CellState;
                 let next = match (&*cell.borrow(), &value) {
                     (CellState::Empty, v) => CellState::Holds(v.clone()),
-                    (CellState::Holds(Value::Func(a)), Value::Func(b)) if a == b => {
-                        CellState::Holds(value.clone())
-                    }
+                    (CellState::Holds(Value::Func(a)), Value::Func(b)) if a == b => CellState::Holds(value.clone()),
                     _ => CellState::Conflict,
                 };
                 if matches!(next, CellState::Conflict) {
@@ -2265,12 +2074,8 @@ impl<'u> Lowerer<'u> {
         let ty = ty.strip_ref();
         match (v, ty) {
             (v, Type::Opaque(n)) if &**n == "auto" => v,
-            (Value::Scalar(e, from), Type::Bool) => {
-                Value::Scalar(self.truth(Value::Scalar(e, from), node), Type::Bool)
-            }
-            (Value::Scalar(e, _), t) if t.is_arith() => {
-                Value::Scalar(self.cast(t.scalar(), e), t.clone())
-            }
+            (Value::Scalar(e, from), Type::Bool) => Value::Scalar(self.truth(Value::Scalar(e, from), node), Type::Bool),
+            (Value::Scalar(e, _), t) if t.is_arith() => Value::Scalar(self.cast(t.scalar(), e), t.clone()),
             (Value::Ptr(p), Type::Bool) => Value::Scalar(self.nonnull(&p), Type::Bool),
             (Value::Ptr(p), Type::Ptr(to)) => Value::Ptr(Ptr {
                 pointee: (**to).clone(),
@@ -2327,11 +2132,7 @@ impl<'u> Lowerer<'u> {
                     .map(|(i, (fname, fty))| {
                         let op = self.op(&format!("field {fname}"));
                         Value::Scalar(
-                            Expr::Opaque(
-                                op,
-                                fty.scalar(),
-                                vec![e.clone(), Expr::int(i as i128, ScalarTy::I32)],
-                            ),
+                            Expr::Opaque(op, fty.scalar(), vec![e.clone(), Expr::int(i as i128, ScalarTy::I32)]),
                             fty.clone(),
                         )
                     })
@@ -2396,17 +2197,12 @@ impl<'u> Lowerer<'u> {
                     .collect();
                 Place::Fields(ty.clone(), places)
             }
-            Type::Opaque(n)
-                if &**n == "opaque" || n.starts_with("operator") || n.starts_with("call") =>
-            {
+            Type::Opaque(n) if &**n == "opaque" || n.starts_with("operator") || n.starts_with("call") => {
                 Place::Var(self.new_var(name, ScalarTy::Opaque, span), ty.clone())
             }
             _ => {
-                let bytes = self
-                    .size_align(&ty)
-                    .map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
-                let obj =
-                    self.new_object(name, Space::Local, ObjectKind::Local { bytes }, &ty, span);
+                let bytes = self.size_align(&ty).map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
+                let obj = self.new_object(name, Space::Local, ObjectKind::Local { bytes }, &ty, span);
                 Place::Mem(
                     Ptr {
                         object: Some(obj),
@@ -2479,25 +2275,14 @@ impl<'u> Lowerer<'u> {
 
     /// `name<args>` used as a value: a variable template or a library trait.
     fn template_value(&mut self, node: Node<'u>) -> Value {
-        let name = node
-            .field("name")
-            .map(|n| normalize(self.text(n)))
-            .unwrap_or_default();
+        let name = node.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
         self.template_value_in(node, None, &name)
     }
 
     /// A variable template `name<args>` looked up in `scope` (or from the context),
     /// else a library trait by its full name.
-    fn template_value_in(
-        &mut self,
-        node: Node<'u>,
-        scope: Option<super::ScopeId>,
-        full: &str,
-    ) -> Value {
-        let name = node
-            .field("name")
-            .map(|n| normalize(self.text(n)))
-            .unwrap_or_default();
+    fn template_value_in(&mut self, node: Node<'u>, scope: Option<super::ScopeId>, full: &str) -> Value {
+        let name = node.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
         let args = match node.field("arguments") {
             Some(a) => self.template_args(a),
             None => Vec::new(),
@@ -2512,10 +2297,7 @@ impl<'u> Lowerer<'u> {
             .filter(|&id| self.index.decl(id).kind == DeclKind::Function)
             .collect();
         if !functions.is_empty() {
-            return Value::Func(Rc::new(super::types::FuncRef {
-                ids: functions,
-                args,
-            }));
+            return Value::Func(Rc::new(super::types::FuncRef { ids: functions, args }));
         }
         for id in ids {
             let d = self.index.decl(id).clone();
@@ -2527,13 +2309,7 @@ impl<'u> Lowerer<'u> {
                         tenv: Rc::new(Default::default()),
                         class: None,
                     };
-                    let env = self.bind_template_params(
-                        base_ctx.clone(),
-                        params,
-                        &args,
-                        &Default::default(),
-                        true,
-                    );
+                    let env = self.bind_template_params(base_ctx.clone(), params, &args, &Default::default(), true);
                     let ctx = Ctx {
                         tenv: Rc::new(env),
                         ..base_ctx

@@ -133,10 +133,7 @@ pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(Strin
                 *children.iter().find(|c| {
                     !matches!(
                         c.kind(),
-                        "type_qualifier"
-                            | "ms_pointer_modifier"
-                            | "attribute_specifier"
-                            | "attribute_declaration"
+                        "type_qualifier" | "ms_pointer_modifier" | "attribute_specifier" | "attribute_declaration"
                     )
                 })?
             }
@@ -153,10 +150,9 @@ pub fn normalize(name: &str) -> String {
 /// Whether a function definition or declaration is marked `__global__`.
 pub fn is_global(node: Node) -> bool {
     let mut cursor = node.walk();
-    let found = node.children(&mut cursor).any(|c| {
-        c.kind() == "__global__"
-            || (c.kind() == "type_qualifier" && syntax::has_token(c, "__global__"))
-    });
+    let found = node
+        .children(&mut cursor)
+        .any(|c| c.kind() == "__global__" || (c.kind() == "type_qualifier" && syntax::has_token(c, "__global__")));
     found
 }
 
@@ -188,9 +184,7 @@ impl<'u> Index<'u> {
                     && header_mentions_global(frag, d.node)
                     && is_kernel(frag, d.node)
                 {
-                    index.kernels.push(KernelDecl {
-                        decl: DeclId(i as u32),
-                    });
+                    index.kernels.push(KernelDecl { decl: DeclId(i as u32) });
                 }
             }
         }
@@ -225,20 +219,17 @@ impl<'u> Index<'u> {
             self.scopes[scope.0 as usize].fields.push(id);
         }
         self.decls.push(decl);
-        self.scopes[scope.0 as usize]
-            .members
-            .entry(name)
-            .or_default()
-            .push(id);
+        self.scopes[scope.0 as usize].members.entry(name).or_default().push(id);
         id
     }
 
     /// The namespace scope named `name` inside `parent`, created when new
     /// (a namespace may be reopened many times).
     fn namespace(&mut self, parent: ScopeId, name: &str) -> ScopeId {
-        let existing = self.scopes.iter().position(|s| {
-            s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name
-        });
+        let existing = self
+            .scopes
+            .iter()
+            .position(|s| s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name);
         match existing {
             Some(i) => ScopeId(i as u32),
             None => self.new_scope(name, parent, ScopeKind::Namespace),
@@ -266,9 +257,7 @@ impl<'u> Index<'u> {
         self.scopes
             .iter()
             .enumerate()
-            .find(|(_, s)| {
-                s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name
-            })
+            .find(|(_, s)| s.parent == Some(parent) && s.kind == ScopeKind::Namespace && s.name == name)
             .map(|(i, _)| ScopeId(i as u32))
     }
 
@@ -347,14 +336,7 @@ impl<'u> Index<'u> {
         None
     }
 
-    fn walk(
-        &mut self,
-        frag: &'u Fragment,
-        node: Node<'u>,
-        scope: ScopeId,
-        template: Option<Node<'u>>,
-        depth: u32,
-    ) {
+    fn walk(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
         if depth > 200 {
             return;
         }
@@ -386,9 +368,7 @@ impl<'u> Index<'u> {
             "template_declaration" => {
                 let params = node.field("parameters");
                 for child in named_children(node) {
-                    if child.kind() != "template_parameter_list"
-                        && child.kind() != "requires_clause"
-                    {
+                    if child.kind() != "template_parameter_list" && child.kind() != "requires_clause" {
                         self.walk(frag, child, scope, params, depth + 1);
                     }
                 }
@@ -398,9 +378,7 @@ impl<'u> Index<'u> {
                 self.function(frag, node, scope, template, true);
                 self.local_classes_in(frag, node, scope, depth);
             }
-            "declaration" | "field_declaration" => {
-                self.declaration(frag, node, scope, template, depth)
-            }
+            "declaration" | "field_declaration" => self.declaration(frag, node, scope, template, depth),
             "struct_specifier" | "class_specifier" | "union_specifier" => {
                 self.class(frag, node, scope, template, None, depth);
             }
@@ -411,10 +389,7 @@ impl<'u> Index<'u> {
             "alias_declaration" => {
                 if let Some(name) = node.field("name") {
                     let name = text(frag, name).to_string();
-                    self.add(
-                        scope,
-                        self.decl_of(DeclKind::Alias, name, node, frag, scope, template),
-                    );
+                    self.add(scope, self.decl_of(DeclKind::Alias, name, node, frag, scope, template));
                 }
             }
             "using_declaration" => {
@@ -450,13 +425,7 @@ impl<'u> Index<'u> {
 
     /// Indexes classes defined in a function's body (each function gets its own
     /// scope for them, so names do not clash between functions).
-    fn local_classes_in(
-        &mut self,
-        frag: &'u Fragment,
-        function: Node<'u>,
-        scope: ScopeId,
-        depth: u32,
-    ) {
+    fn local_classes_in(&mut self, frag: &'u Fragment, function: Node<'u>, scope: ScopeId, depth: u32) {
         let Some(body) = function.field("body") else {
             return;
         };
@@ -468,20 +437,16 @@ impl<'u> Index<'u> {
         let mut stack = vec![body];
         let mut cursor = body.walk();
         while let Some(n) = stack.pop() {
-            if matches!(
-                n.kind(),
-                "struct_specifier" | "union_specifier" | "class_specifier"
-            ) && n.field("body").is_some()
+            if matches!(n.kind(), "struct_specifier" | "union_specifier" | "class_specifier")
+                && n.field("body").is_some()
             {
-                let s = *local_scope
-                    .get_or_insert_with(|| self.new_scope("<local>", scope, ScopeKind::Namespace));
+                let s = *local_scope.get_or_insert_with(|| self.new_scope("<local>", scope, ScopeKind::Namespace));
                 if let Some(id) = self.class(frag, n, s, None, None, depth + 1) {
                     self.local_classes.insert(n.id(), id);
                 }
                 continue;
             }
-            if n.kind() == "lambda_expression" || n.kind() == "function_definition" && n != function
-            {
+            if n.kind() == "lambda_expression" || n.kind() == "function_definition" && n != function {
                 continue;
             }
             stack.extend(n.named_children(&mut cursor));
@@ -532,16 +497,9 @@ impl<'u> Index<'u> {
             "qualified_identifier" => {
                 let parts: Vec<&str> = name.split("::").collect();
                 let (last, path) = parts.split_last().expect("split gives one part");
-                let path: Vec<&str> = path
-                    .iter()
-                    .map(|p| p.split('<').next().unwrap_or(p))
-                    .collect();
+                let path: Vec<&str> = path.iter().map(|p| p.split('<').next().unwrap_or(p)).collect();
                 let target = self.resolve_scope(scope, &path).unwrap_or(scope);
-                (
-                    target,
-                    last.split('<').next().unwrap_or(last).to_string(),
-                    None,
-                )
+                (target, last.split('<').next().unwrap_or(last).to_string(), None)
             }
             "template_function" => {
                 let base = name_node
@@ -571,9 +529,7 @@ impl<'u> Index<'u> {
         // A class or enum defined in the declaration (`struct S {…} s;`).
         if let Some(ty) = node.field("type") {
             match ty.kind() {
-                "struct_specifier" | "class_specifier" | "union_specifier"
-                    if ty.field("body").is_some() =>
-                {
+                "struct_specifier" | "class_specifier" | "union_specifier" if ty.field("body").is_some() => {
                     self.class(frag, ty, scope, template, None, depth);
                 }
                 "enum_specifier" if ty.field("body").is_some() => {
@@ -587,9 +543,7 @@ impl<'u> Index<'u> {
             .iter()
             .any(|c| c.kind() == "storage_class_specifier" && text(frag, *c) == "static");
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node
-            .children_by_field_name("declarator", &mut cursor)
-            .collect();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
         // An anonymous struct or union member: its members are the class's own.
         if is_field && declarators.is_empty() {
             let anonymous = node.field("type").is_some_and(|t| {
@@ -630,19 +584,10 @@ impl<'u> Index<'u> {
         }
     }
 
-    fn typedef(
-        &mut self,
-        frag: &'u Fragment,
-        node: Node<'u>,
-        scope: ScopeId,
-        template: Option<Node<'u>>,
-        depth: u32,
-    ) {
+    fn typedef(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, template: Option<Node<'u>>, depth: u32) {
         let ty = node.field("type");
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node
-            .children_by_field_name("declarator", &mut cursor)
-            .collect();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
         let first_name = declarators
             .first()
             .and_then(|d| declarator_name(frag, *d))
@@ -691,9 +636,7 @@ impl<'u> Index<'u> {
         let name_node = node.field("name");
         let (name, specialization) = match name_node {
             Some(n) if n.kind() == "template_type" => (
-                n.field("name")
-                    .map(|x| text(frag, x).to_string())
-                    .unwrap_or_default(),
+                n.field("name").map(|x| text(frag, x).to_string()).unwrap_or_default(),
                 n.field("arguments"),
             ),
             Some(n) => {
@@ -727,13 +670,7 @@ impl<'u> Index<'u> {
         Some(id)
     }
 
-    fn enumeration(
-        &mut self,
-        frag: &'u Fragment,
-        node: Node<'u>,
-        scope: ScopeId,
-        alias: Option<String>,
-    ) {
+    fn enumeration(&mut self, frag: &'u Fragment, node: Node<'u>, scope: ScopeId, alias: Option<String>) {
         let name = node
             .field("name")
             .map(|n| text(frag, n).to_string())
@@ -804,9 +741,7 @@ fn is_function_declarator(mut node: Node) -> bool {
 
 /// A cheap filter before the query: `__global__` appears before the body.
 fn header_mentions_global(frag: &Fragment, function: Node) -> bool {
-    let end = function
-        .field("body")
-        .map_or(function.end_byte(), |b| b.start_byte());
+    let end = function.field("body").map_or(function.end_byte(), |b| b.start_byte());
     frag.text
         .get(function.start_byte()..end)
         .is_some_and(|h| h.contains("__global__"))

@@ -34,12 +34,7 @@ pub type Tuple = Vec<Option<TArg>>;
 
 /// The distinct template argument tuples of a kernel in this unit, the most
 /// determined first.
-pub fn kernel_instantiations(
-    unit: &Unit,
-    index: &Index,
-    config: &LowerConfig,
-    kernel: DeclId,
-) -> Vec<Tuple> {
+pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Tuple> {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
     let mut finder = Finder {
@@ -130,8 +125,7 @@ impl Finder {
                         let tuple = match site.call {
                             Some(call) => {
                                 let operands = l2.operands(call.field("arguments"));
-                                l2.deduced_tuple(target, &explicit, &operands)
-                                    .unwrap_or(explicit)
+                                l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
                             }
                             None => explicit,
                         };
@@ -158,10 +152,7 @@ impl Finder {
             if name_node.kind() != "template_function" {
                 continue;
             }
-            let base = name_node
-                .field("name")
-                .map(|n| syntax::text(frag, n))
-                .unwrap_or("");
+            let base = name_node.field("name").map(|n| syntax::text(frag, n)).unwrap_or("");
             if base != name {
                 continue;
             }
@@ -239,11 +230,7 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
     let names_it = |n: Node| syntax::text(frag, n) == name;
     while let Some(n) = stack.pop() {
         // Skip subtrees whose text cannot contain the name.
-        if !frag
-            .text
-            .get(n.byte_range())
-            .is_some_and(|t| t.contains(name))
-        {
+        if !frag.text.get(n.byte_range()).is_some_and(|t| t.contains(name)) {
             continue;
         }
         match n.kind() {
@@ -261,9 +248,7 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
                 let callee = n.field("function");
                 let plain = callee.is_some_and(|f| match f.kind() {
                     "identifier" => names_it(f),
-                    "qualified_identifier" => f
-                        .field("name")
-                        .is_some_and(|x| x.kind() == "identifier" && names_it(x)),
+                    "qualified_identifier" => f.field("name").is_some_and(|x| x.kind() == "identifier" && names_it(x)),
                     _ => false,
                 });
                 if plain {
@@ -299,10 +284,7 @@ impl<'u> Lowerer<'u> {
             return;
         };
         for p in named_children(params) {
-            if !matches!(
-                p.kind(),
-                "parameter_declaration" | "optional_parameter_declaration"
-            ) {
+            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
                 continue;
             }
             let (ty, name) = self.declared_type(p);
@@ -333,9 +315,7 @@ impl<'u> Lowerer<'u> {
                 continue;
             };
             match env.get(&name) {
-                Some(TArg::Pack(items)) if p.kind().starts_with("variadic") => {
-                    tuple.extend(items.iter().cloned())
-                }
+                Some(TArg::Pack(items)) if p.kind().starts_with("variadic") => tuple.extend(items.iter().cloned()),
                 Some(a) => tuple.push(a.clone()),
                 None => break,
             }
@@ -358,9 +338,7 @@ impl<'u> Lowerer<'u> {
                     }
                     if stmt.kind() == "declaration" {
                         let text = syntax::text(self.frag(), stmt);
-                        if text.contains("constexpr")
-                            || text.split_whitespace().any(|w| w == "const")
-                        {
+                        if text.contains("constexpr") || text.split_whitespace().any(|w| w == "const") {
                             let mut cursor = stmt.walk();
                             let names: Vec<String> = stmt
                                 .children_by_field_name("declarator", &mut cursor)

@@ -61,11 +61,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Applies pointer, reference and array declarators to a base type.
-    pub(super) fn apply_declarator(
-        &mut self,
-        base: Type,
-        declarator: Node<'u>,
-    ) -> (Type, Option<String>) {
+    pub(super) fn apply_declarator(&mut self, base: Type, declarator: Node<'u>) -> (Type, Option<String>) {
         let mut ty = base;
         let mut node = declarator;
         // Array bounds apply inside out: `T a[2][3]` is an array of 2 arrays of 3.
@@ -148,9 +144,7 @@ impl<'u> Lowerer<'u> {
     /// A type specifier.
     pub(super) fn type_node(&mut self, node: Node<'u>) -> Type {
         match node.kind() {
-            "primitive_type" => {
-                named_scalar(self.text(node)).unwrap_or(Type::Opaque(self.text(node).into()))
-            }
+            "primitive_type" => named_scalar(self.text(node)).unwrap_or(Type::Opaque(self.text(node).into())),
             "sized_type_specifier" => {
                 let text = normalize_spelling(self.text(node));
                 named_scalar(&text).unwrap_or_else(|| {
@@ -181,9 +175,7 @@ impl<'u> Lowerer<'u> {
                             .position(|d| d.node.id() == node.id())
                             .map(|i| DeclId(i as u32));
                         match id {
-                            Some(id) if self.index.decl(id).kind == DeclKind::Class => {
-                                self.class_type(id, Vec::new())
-                            }
+                            Some(id) if self.index.decl(id).kind == DeclKind::Class => self.class_type(id, Vec::new()),
                             _ => Type::Opaque("anonymous".into()),
                         }
                     }
@@ -193,10 +185,7 @@ impl<'u> Lowerer<'u> {
             "decltype" => match named_children(node).first() {
                 Some(e) if e.kind() == "qualified_identifier" => {
                     // `decltype(S::member)`: the member's declared type.
-                    let member = e
-                        .field("name")
-                        .map(|n| normalize(self.text(n)))
-                        .unwrap_or_default();
+                    let member = e.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
                     match e.field("scope").and_then(|s| self.scope_as_type(s)) {
                         Some(t @ Type::Class(_)) => match self.field(&t, &member) {
                             Some((_, _, fty)) => fty,
@@ -297,8 +286,7 @@ impl<'u> Lowerer<'u> {
             class: self.decl_class(id),
         };
         if let Some(params) = d.template {
-            let env =
-                self.bind_template_params(ctx.clone(), params, &args, &TemplateEnv::new(), true);
+            let env = self.bind_template_params(ctx.clone(), params, &args, &TemplateEnv::new(), true);
             let mut merged = (*ctx.tenv).clone();
             merged.extend(env);
             ctx.tenv = Rc::new(merged);
@@ -379,10 +367,7 @@ impl<'u> Lowerer<'u> {
             }));
         }
         let path = normalize(self.text(scope_node));
-        let parts: Vec<&str> = path
-            .split("::")
-            .map(|p| p.split('<').next().unwrap_or(p))
-            .collect();
+        let parts: Vec<&str> = path.split("::").map(|p| p.split('<').next().unwrap_or(p)).collect();
         let scope = self.resolve_scope_path(&parts);
         match name_node.kind() {
             "qualified_identifier" => {
@@ -449,9 +434,10 @@ impl<'u> Lowerer<'u> {
                     return Some(t);
                 }
                 let ids = self.index.lookup(self.ctx().scope, &name);
-                if ids.iter().any(|&id| {
-                    matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias)
-                }) {
+                if ids
+                    .iter()
+                    .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Class | DeclKind::Alias))
+                {
                     return self.type_from_decls(&ids, Vec::new(), scope_node);
                 }
                 None
@@ -471,22 +457,17 @@ impl<'u> Lowerer<'u> {
                 return Some(current);
             }
         }
-        self.index
-            .resolve_scope(self.ctx().scope, parts)
-            .or_else(|| {
-                self.frame()
-                    .usings
-                    .iter()
-                    .find_map(|&u| self.index.resolve_scope(u, parts))
-            })
+        self.index.resolve_scope(self.ctx().scope, parts).or_else(|| {
+            self.frame()
+                .usings
+                .iter()
+                .find_map(|&u| self.index.resolve_scope(u, parts))
+        })
     }
 
     /// `name<args>`.
     pub(super) fn template_type(&mut self, node: Node<'u>) -> Type {
-        let name = node
-            .field("name")
-            .map(|n| self.text(n).to_string())
-            .unwrap_or_default();
+        let name = node.field("name").map(|n| self.text(n).to_string()).unwrap_or_default();
         let args = match node.field("arguments") {
             Some(a) => self.template_args(a),
             None => Vec::new(),
@@ -509,8 +490,7 @@ impl<'u> Lowerer<'u> {
         if let Some(t) = self.type_from_decls(&ids, args.clone(), node) {
             return t;
         }
-        self.library_type(&name, args)
-            .unwrap_or(Type::Opaque(name.into()))
+        self.library_type(&name, args).unwrap_or(Type::Opaque(name.into()))
     }
 
     /// Evaluates a template argument list in the current context.
@@ -555,10 +535,7 @@ impl<'u> Lowerer<'u> {
             if let Some(t) = a.field("type") {
                 // `f<T>` naming a function template: a function value.
                 if t.kind() == "template_type" {
-                    let name = t
-                        .field("name")
-                        .map(|n| self.text(n).to_string())
-                        .unwrap_or_default();
+                    let name = t.field("name").map(|n| self.text(n).to_string()).unwrap_or_default();
                     let names_function = self
                         .index
                         .lookup(self.ctx().scope, &name)
@@ -571,9 +548,7 @@ impl<'u> Lowerer<'u> {
                         }
                     }
                 }
-                if matches!(t.kind(), "type_identifier" | "qualified_identifier")
-                    && self.names_value(t)
-                {
+                if matches!(t.kind(), "type_identifier" | "qualified_identifier") && self.names_value(t) {
                     let v = self.scratch_expr_as_value_name(t);
                     if let Some(arg) = self.value_targ(&v) {
                         return vec![arg];
@@ -595,11 +570,7 @@ impl<'u> Lowerer<'u> {
                 // A value the evaluator cannot fold: keep it symbolic.
                 let text = normalize(self.text(a));
                 let ty = v.ty().scalar();
-                let ty = if ty == ScalarTy::Opaque {
-                    ScalarTy::I32
-                } else {
-                    ty
-                };
+                let ty = if ty == ScalarTy::Opaque { ScalarTy::I32 } else { ty };
                 let s = self.sym(&text, ty, SymKind::Unresolved);
                 vec![TArg::Value(CVal::Sym(s, ty))]
             }
@@ -613,21 +584,18 @@ impl<'u> Lowerer<'u> {
             let parts: Vec<&str> = text.split("::").collect();
             if let Some((last, path)) = parts.split_last() {
                 if let Some(s) = self.resolve_scope_path(path) {
-                    return self.index.lookup_in(s, last, 0).iter().any(|&id| {
-                        matches!(
-                            self.index.decl(id).kind,
-                            DeclKind::Var | DeclKind::Enumerator { .. }
-                        )
-                    });
+                    return self
+                        .index
+                        .lookup_in(s, last, 0)
+                        .iter()
+                        .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. }));
                 }
             }
             return false;
         }
         let name = self.text(node).to_string();
         match self.lookup_local(&name) {
-            Some(Binding::Value(Value::Type(_)))
-            | Some(Binding::Type(_))
-            | Some(Binding::TypePack(_)) => false,
+            Some(Binding::Value(Value::Type(_))) | Some(Binding::Type(_)) | Some(Binding::TypePack(_)) => false,
             Some(_) => true,
             None => {
                 if let Some(class) = self.ctx().class.clone() {
@@ -636,12 +604,12 @@ impl<'u> Lowerer<'u> {
                     }
                     let members = self.index.decl(class.decl).members;
                     if let Some(m) = members {
-                        if self.index.lookup_in(m, &name, 0).iter().any(|&id| {
-                            matches!(
-                                self.index.decl(id).kind,
-                                DeclKind::Var | DeclKind::Enumerator { .. }
-                            )
-                        }) {
+                        if self
+                            .index
+                            .lookup_in(m, &name, 0)
+                            .iter()
+                            .any(|&id| matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. }))
+                        {
                             return true;
                         }
                     }
@@ -666,9 +634,7 @@ impl<'u> Lowerer<'u> {
     pub(super) fn value_targ(&mut self, v: &Value) -> Option<TArg> {
         match v {
             Value::Scalar(Expr::Int(i, ty), _) => Some(TArg::Value(CVal::Int(*i, *ty))),
-            Value::Scalar(Expr::Bool(b), _) => {
-                Some(TArg::Value(CVal::Int(*b as i128, ScalarTy::Bool)))
-            }
+            Value::Scalar(Expr::Bool(b), _) => Some(TArg::Value(CVal::Int(*b as i128, ScalarTy::Bool))),
             Value::Scalar(Expr::Sym(s), t) => Some(TArg::Value(CVal::Sym(*s, t.scalar()))),
             Value::Type(t) => Some(TArg::Type(t.clone())),
             Value::Func(f) => Some(TArg::Func(f.clone())),
@@ -689,12 +655,7 @@ impl<'u> Lowerer<'u> {
 
     /// Instantiates a class template (or names a plain class): picks the most
     /// specialised definition among `candidates` whose pattern matches `args`.
-    pub(super) fn instantiate_class(
-        &mut self,
-        candidates: &[DeclId],
-        args: Vec<TArg>,
-        _node: Node<'u>,
-    ) -> Type {
+    pub(super) fn instantiate_class(&mut self, candidates: &[DeclId], args: Vec<TArg>, _node: Node<'u>) -> Type {
         let primary = candidates
             .iter()
             .copied()
@@ -703,9 +664,10 @@ impl<'u> Lowerer<'u> {
                 d.specialization.is_none() && d.template.is_some()
             })
             .or_else(|| {
-                candidates.iter().copied().find(|&id| {
-                    self.index.decl(id).specialization.is_none() && self.index.decl(id).defined
-                })
+                candidates
+                    .iter()
+                    .copied()
+                    .find(|&id| self.index.decl(id).specialization.is_none() && self.index.decl(id).defined)
             })
             .or_else(|| candidates.first().copied());
         let Some(primary) = primary else {
@@ -780,9 +742,9 @@ impl<'u> Lowerer<'u> {
                 .members
                 .get(&primary.name)
                 .and_then(|ids| {
-                    ids.iter().copied().find(|&id| {
-                        self.index.decl(id).defined && self.index.decl(id).specialization.is_none()
-                    })
+                    ids.iter()
+                        .copied()
+                        .find(|&id| self.index.decl(id).defined && self.index.decl(id).specialization.is_none())
                 })
                 .unwrap_or(inst.decl)
         };
@@ -803,12 +765,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Matches a specialisation's argument patterns against actual arguments.
-    fn match_specialization(
-        &mut self,
-        id: DeclId,
-        spec_args: Node<'u>,
-        actual: &[TArg],
-    ) -> Option<TemplateEnv> {
+    fn match_specialization(&mut self, id: DeclId, spec_args: Node<'u>, actual: &[TArg]) -> Option<TemplateEnv> {
         let d = self.index.decl(id).clone();
         let params: Vec<String> = d
             .template
@@ -847,9 +804,7 @@ impl<'u> Lowerer<'u> {
             // A pattern using parameters inside (`tile<I, J, T>`): deduce structurally.
             if super::call::mentions(&text, &params) {
                 if let TArg::Type(t) = arg {
-                    let ok = self.in_ctx(ctx.clone(), |l| {
-                        l.deduce_type_pattern(*pat, t, &params, &mut env)
-                    });
+                    let ok = self.in_ctx(ctx.clone(), |l| l.deduce_type_pattern(*pat, t, &params, &mut env));
                     if ok {
                         continue;
                     }
@@ -890,12 +845,7 @@ impl<'u> Lowerer<'u> {
         self.member_type_with_args(inst, name, Vec::new())
     }
 
-    fn member_type_with_args(
-        &mut self,
-        inst: &Rc<ClassInst>,
-        name: &str,
-        args: Vec<TArg>,
-    ) -> Option<Type> {
+    fn member_type_with_args(&mut self, inst: &Rc<ClassInst>, name: &str, args: Vec<TArg>) -> Option<Type> {
         let ctx = self.class_ctx(inst);
         if name == inst.name && args.is_empty() {
             return Some(Type::Class(inst.clone()));
@@ -930,13 +880,7 @@ impl<'u> Lowerer<'u> {
                 if layout.union {
                     return None;
                 }
-                Some(
-                    layout
-                        .fields
-                        .iter()
-                        .map(|f| (f.name.clone(), f.ty.clone()))
-                        .collect(),
-                )
+                Some(layout.fields.iter().map(|f| (f.name.clone(), f.ty.clone())).collect())
             }
             _ => None,
         }
@@ -978,12 +922,7 @@ impl<'u> Lowerer<'u> {
         let def = ctx.class.as_ref().map(|c| c.decl).unwrap_or(inst.decl);
         let union = self.index.decl(def).node.kind() == "union_specifier";
         let field_ids = self.index.scope(ctx.scope).fields.clone();
-        let bases = self
-            .index
-            .bases
-            .get(&ctx.scope)
-            .cloned()
-            .unwrap_or_default();
+        let bases = self.index.bases.get(&ctx.scope).cloned().unwrap_or_default();
         let layout = self.in_ctx(ctx, |l| {
             let mut fields = Vec::new();
             let mut offset: Option<u64> = Some(0);
@@ -1111,11 +1050,7 @@ impl<'u> Lowerer<'u> {
                     return None;
                 }
                 let (es, _) = v.elem.builtin_layout()?;
-                Some((
-                    i,
-                    Expr::int((i as u64 * es) as i128, ScalarTy::I64),
-                    (*v.elem).clone(),
-                ))
+                Some((i, Expr::int((i as u64 * es) as i128, ScalarTy::I64), (*v.elem).clone()))
             }
             Type::Class(inst) => {
                 let layout = self.layout(inst);
@@ -1210,10 +1145,7 @@ impl<'u> Lowerer<'u> {
                             if let (Some(size), Some(count)) = (n.field("size"), n_elems) {
                                 let name = normalize(self.text(size));
                                 if params.contains(&name) {
-                                    env.insert(
-                                        name,
-                                        TArg::Value(CVal::Int(count as i128, ScalarTy::I32)),
-                                    );
+                                    env.insert(name, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
                                 }
                             }
                             actual = (*inner).clone();
@@ -1342,10 +1274,7 @@ fn normalize_spelling(text: &str) -> String {
         .split_whitespace()
         .filter(|w| *w != "const" && *w != "volatile")
         .collect();
-    if let Some(i) = words
-        .iter()
-        .position(|w| *w == "unsigned" || *w == "signed")
-    {
+    if let Some(i) = words.iter().position(|w| *w == "unsigned" || *w == "signed") {
         let w = words.remove(i);
         words.insert(0, w);
     }

@@ -37,8 +37,8 @@ use tree_sitter::Node;
 use crate::syntax::NodeExt;
 
 use crate::ir::{
-    self, Expr, Kernel, LabelId, MemObject, ObjectId, ObjectKind, OpId, ScalarTy, Space, Stmt,
-    StmtKind, SymId, SymKind, VarId,
+    self, Expr, Kernel, LabelId, MemObject, ObjectId, ObjectKind, OpId, ScalarTy, Space, Stmt, StmtKind, SymId,
+    SymKind, VarId,
 };
 use crate::preprocess::{Fragment, Unit};
 use crate::source::Span;
@@ -225,25 +225,14 @@ pub fn kernel_defs(index: &Index) -> Vec<KernelDef> {
 
 /// Lowers one kernel instantiation. `args` binds its template parameters in
 /// order; missing ones take their defaults or stay symbolic.
-pub fn lower_kernel(
-    unit: &Unit,
-    index: &Index,
-    config: &LowerConfig,
-    kernel: DeclId,
-    args: &[Option<TArg>],
-) -> Kernel {
+pub fn lower_kernel(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId, args: &[Option<TArg>]) -> Kernel {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.kernel(kernel, args);
     l.finish()
 }
 
 impl<'u> Lowerer<'u> {
-    fn new(
-        unit: &'u Unit,
-        index: &'u Index<'u>,
-        config: &'u LowerConfig,
-        kernel: DeclId,
-    ) -> Lowerer<'u> {
+    fn new(unit: &'u Unit, index: &'u Index<'u>, config: &'u LowerConfig, kernel: DeclId) -> Lowerer<'u> {
         let d = index.decl(kernel);
         let span = syntax::span(d.frag, d.node);
         Lowerer {
@@ -327,15 +316,11 @@ impl<'u> Lowerer<'u> {
     // ----- contexts and frames -------------------------------------------------
 
     fn frame(&self) -> &Frame<'u> {
-        self.frames
-            .last()
-            .expect("lowering always runs inside a frame")
+        self.frames.last().expect("lowering always runs inside a frame")
     }
 
     fn frame_mut(&mut self) -> &mut Frame<'u> {
-        self.frames
-            .last_mut()
-            .expect("lowering always runs inside a frame")
+        self.frames.last_mut().expect("lowering always runs inside a frame")
     }
 
     fn ctx(&self) -> &Ctx<'u> {
@@ -539,9 +524,7 @@ impl<'u> Lowerer<'u> {
                     site: self.k.span,
                 }]);
                 block.walk(&mut |s| match &s.kind {
-                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => {
-                        assigned.push(*var)
-                    }
+                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => assigned.push(*var),
                     _ => {}
                 });
                 for v in assigned {
@@ -617,14 +600,7 @@ impl<'u> Lowerer<'u> {
         id
     }
 
-    fn new_object(
-        &mut self,
-        name: &str,
-        space: Space,
-        kind: ObjectKind,
-        elem: &Type,
-        span: Span,
-    ) -> ObjectId {
+    fn new_object(&mut self, name: &str, space: Space, kind: ObjectKind, elem: &Type, span: Span) -> ObjectId {
         let id = ObjectId(self.k.objects.len() as u32);
         self.k.objects.push(MemObject {
             name: name.to_string(),
@@ -644,13 +620,7 @@ impl<'u> Lowerer<'u> {
         }
         let name = format!("<untraced {}>", format!("{space:?}").to_lowercase());
         let span = self.k.span;
-        let o = self.new_object(
-            &name,
-            space,
-            ObjectKind::Untraced,
-            &Type::Opaque("?".into()),
-            span,
-        );
+        let o = self.new_object(&name, space, ObjectKind::Untraced, &Type::Opaque("?".into()), span);
         self.untraced.insert(space, o);
         o
     }
@@ -660,9 +630,7 @@ impl<'u> Lowerer<'u> {
             return o;
         }
         let id = OpId(self.k.ops.len() as u32);
-        self.k.ops.push(ir::OpInfo {
-            name: name.to_string(),
-        });
+        self.k.ops.push(ir::OpInfo { name: name.to_string() });
         self.ops.insert(name.to_string(), id);
         id
     }
@@ -825,24 +793,18 @@ impl<'u> Lowerer<'u> {
             return;
         };
         let body = declarator.parent().and_then(|f| f.field("body"));
-        let assigned = body
-            .map(|b| assigned_names(self.frag(), b))
-            .unwrap_or_default();
+        let assigned = body.map(|b| assigned_names(self.frag(), b)).unwrap_or_default();
         for (index, p) in syntax::named_children(params).into_iter().enumerate() {
             if p.kind() == "variadic_parameter_declaration" {
                 self.kernel_param_pack(p, index as u32);
                 continue;
             }
-            if !matches!(
-                p.kind(),
-                "parameter_declaration" | "optional_parameter_declaration"
-            ) {
+            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
                 continue;
             }
             let (ty, name) = self.declared_type(p);
             let name = name.unwrap_or_else(|| format!("param{index}"));
-            let restrict =
-                self.text(p).contains("__restrict__") || self.text(p).contains("restrict");
+            let restrict = self.text(p).contains("__restrict__") || self.text(p).contains("restrict");
             let span = self.span(p);
             let place = self.param_place(&name, &ty, index as u32, "", restrict, span);
             // A parameter the kernel never assigns is its entry value everywhere.
@@ -865,11 +827,7 @@ impl<'u> Lowerer<'u> {
             }
         };
         match place {
-            Place::PtrVar {
-                slot,
-                pointee,
-                offset,
-            } => {
+            Place::PtrVar { slot, pointee, offset } => {
                 drop_entry(self, offset);
                 let object = self.ptr_slots[slot].objects.first().copied().flatten();
                 Place::Temp(Value::Ptr(Ptr {
@@ -894,10 +852,7 @@ impl<'u> Lowerer<'u> {
                     None => Place::Var(v, ty),
                 }
             }
-            Place::Fields(ty, places) => Place::Fields(
-                ty,
-                places.into_iter().map(|p| self.fixed_param(p)).collect(),
-            ),
+            Place::Fields(ty, places) => Place::Fields(ty, places.into_iter().map(|p| self.fixed_param(p)).collect()),
             other => other,
         }
     }
@@ -917,10 +872,7 @@ impl<'u> Lowerer<'u> {
             Some(Binding::TypePack(ts)) => ts,
             Some(Binding::Pack(items)) if items.is_empty() => Vec::new(),
             _ => {
-                self.unknown(
-                    p,
-                    format!("kernel parameter pack `{name}` of an unknown length"),
-                );
+                self.unknown(p, format!("kernel parameter pack `{name}` of an unknown length"));
                 return;
             }
         };
@@ -928,8 +880,7 @@ impl<'u> Lowerer<'u> {
         let span = self.span(p);
         let mut places = Vec::new();
         for (i, t) in types.iter().enumerate() {
-            let place =
-                self.param_place(&format!("{name}{i}"), t, index + i as u32, "", false, span);
+            let place = self.param_place(&format!("{name}{i}"), t, index + i as u32, "", false, span);
             places.push(Binding::Place(place));
         }
         self.bind(&name, Binding::Pack(places));
@@ -937,15 +888,7 @@ impl<'u> Lowerer<'u> {
 
     /// The place of a kernel parameter (or a member of a by-value struct parameter):
     /// pointers get their own global object, scalars an IR parameter.
-    fn param_place(
-        &mut self,
-        name: &str,
-        ty: &Type,
-        index: u32,
-        path: &str,
-        restrict: bool,
-        span: Span,
-    ) -> Place {
+    fn param_place(&mut self, name: &str, ty: &Type, index: u32, path: &str, restrict: bool, span: Span) -> Place {
         let ty = ty.strip_ref().clone();
         let full = if path.is_empty() {
             name.to_string()
@@ -1010,21 +953,13 @@ impl<'u> Lowerer<'u> {
                     Some(fields) if !self.has_array(&ty) => {
                         let places = fields
                             .iter()
-                            .map(|(fname, fty)| {
-                                self.param_place(fname, fty, index, &full, restrict, span)
-                            })
+                            .map(|(fname, fty)| self.param_place(fname, fty, index, &full, restrict, span))
                             .collect();
                         Place::Fields(ty.clone(), places)
                     }
                     _ => {
                         // A struct holding arrays: its contents are per-launch constants we do not track.
-                        let obj = self.new_object(
-                            &full,
-                            Space::Local,
-                            ObjectKind::Local { bytes: None },
-                            &ty,
-                            span,
-                        );
+                        let obj = self.new_object(&full, Space::Local, ObjectKind::Local { bytes: None }, &ty, span);
                         Place::Mem(
                             Ptr {
                                 object: Some(obj),
@@ -1051,12 +986,7 @@ impl<'u> Lowerer<'u> {
 
 /// The longest chain of calls from `root` that visits no function twice.
 fn longest_chain(graph: &DiGraphMap<u32, ()>, root: u32) -> u32 {
-    fn walk(
-        graph: &DiGraphMap<u32, ()>,
-        node: u32,
-        on_path: &mut Vec<u32>,
-        budget: &mut u32,
-    ) -> u32 {
+    fn walk(graph: &DiGraphMap<u32, ()>, node: u32, on_path: &mut Vec<u32>, budget: &mut u32) -> u32 {
         if *budget == 0 {
             return 0;
         }
@@ -1091,10 +1021,7 @@ fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<Stri
         loop {
             match n.kind() {
                 "identifier" => return Some(syntax::text(frag, n).to_string()),
-                "field_expression"
-                    if n.field("operator")
-                        .is_some_and(|o| syntax::text(frag, o) == ".") =>
-                {
+                "field_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == ".") => {
                     n = n.field("argument")?;
                 }
                 "parenthesized_expression" => n = syntax::named_children(n).first().copied()?,
@@ -1106,22 +1033,16 @@ fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<Stri
         let target = match n.kind() {
             "assignment_expression" => n.field("left"),
             "update_expression" => n.field("argument"),
-            "pointer_expression"
-                if n.field("operator")
-                    .is_some_and(|o| syntax::text(frag, o) == "&") =>
-            {
+            "pointer_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == "&") => {
                 n.field("argument")
             }
             _ => None,
         };
         if let Some(t) = target {
             // `p[i] = v` writes memory, not `p`; `p = …`, `p += …`, `s.f = …` change the variable.
-            let direct = matches!(
-                t.kind(),
-                "identifier" | "field_expression" | "parenthesized_expression"
-            ) && !(t.kind() == "field_expression"
-                && t.field("operator")
-                    .is_some_and(|o| syntax::text(frag, o) == "->"));
+            let direct = matches!(t.kind(), "identifier" | "field_expression" | "parenthesized_expression")
+                && !(t.kind() == "field_expression"
+                    && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
             if direct || n.kind() == "pointer_expression" {
                 if let Some(name) = root_name(t) {
                     out.insert(name);
@@ -1139,9 +1060,7 @@ fn remove_assignments(stmts: &mut Vec<Stmt>, vars: &std::collections::HashSet<Va
     for s in stmts.iter_mut() {
         match &mut s.kind {
             StmtKind::If {
-                then_block,
-                else_block,
-                ..
+                then_block, else_block, ..
             } => {
                 remove_assignments(&mut then_block.0, vars);
                 remove_assignments(&mut else_block.0, vars);

@@ -66,10 +66,7 @@ impl<'u> Lowerer<'u> {
             "return_statement" => self.return_stmt(node),
             "labeled_statement" | "attributed_statement" => {
                 for child in named_children(node) {
-                    if !matches!(
-                        child.kind(),
-                        "statement_identifier" | "attribute_declaration"
-                    ) {
+                    if !matches!(child.kind(), "statement_identifier" | "attribute_declaration") {
                         self.stmt(child);
                     }
                 }
@@ -78,9 +75,7 @@ impl<'u> Lowerer<'u> {
             "type_definition" | "alias_declaration" => self.local_alias(node),
             "using_declaration" => self.local_using(node),
             "namespace_alias_definition" => {
-                if let (Some(name), Some(value)) =
-                    (node.field("name"), named_children(node).last().copied())
-                {
+                if let (Some(name), Some(value)) = (node.field("name"), named_children(node).last().copied()) {
                     let path = normalize(self.text(value));
                     let parts: Vec<&str> = path.split("::").collect();
                     if let Some(s) = self.resolve_scope_path(&parts) {
@@ -126,13 +121,7 @@ impl<'u> Lowerer<'u> {
                 self.dead = true;
             }
             Some(t) => {
-                self.emit_at(
-                    StmtKind::Exit {
-                        label: t.label,
-                        kind,
-                    },
-                    node,
-                );
+                self.emit_at(StmtKind::Exit { label: t.label, kind }, node);
                 self.dead = true;
             }
             None => self.unknown(node, format!("`{}` outside a loop", self.text(node).trim())),
@@ -178,11 +167,9 @@ impl<'u> Lowerer<'u> {
         };
         let cond = self.truth(cv, node);
         let consequence = node.field("consequence");
-        let alternative = node.field("alternative").and_then(|e| {
-            named_children(e)
-                .into_iter()
-                .find(|c| c.kind() != "comment")
-        });
+        let alternative = node
+            .field("alternative")
+            .and_then(|e| named_children(e).into_iter().find(|c| c.kind() != "comment"));
         match cond.as_bool() {
             Some(taken) => {
                 let branch = if taken { consequence } else { alternative };
@@ -382,24 +369,12 @@ impl<'u> Lowerer<'u> {
 
     fn while_stmt(&mut self, node: Node<'u>) {
         self.frame_mut().locals.push(HashMap::new());
-        self.lower_loop(
-            node,
-            true,
-            node.field("condition"),
-            node.field("body"),
-            None,
-        );
+        self.lower_loop(node, true, node.field("condition"), node.field("body"), None);
         self.frame_mut().locals.pop();
     }
 
     fn do_stmt(&mut self, node: Node<'u>) {
-        self.lower_loop(
-            node,
-            false,
-            node.field("condition"),
-            node.field("body"),
-            None,
-        );
+        self.lower_loop(node, false, node.field("condition"), node.field("body"), None);
     }
 
     fn switch_stmt(&mut self, node: Node<'u>) {
@@ -513,9 +488,7 @@ impl<'u> Lowerer<'u> {
         // Control continues after the switch unless the taken entry ended in an
         // unconditional return (no `break` leaves the block then).
         let mut breaks = false;
-        body.walk(&mut |s| {
-            breaks |= matches!(s.kind, StmtKind::Exit { label: l, .. } if l == label)
-        });
+        body.walk(&mut |s| breaks |= matches!(s.kind, StmtKind::Exit { label: l, .. } if l == label));
         let ended = self.dead && !breaks;
         self.dead = false;
         if !body.0.is_empty() {
@@ -597,9 +570,7 @@ impl<'u> Lowerer<'u> {
             None => return,
         };
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node
-            .children_by_field_name("declarator", &mut cursor)
-            .collect();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
         for d in declarators {
             let (ty, name) = self.apply_declarator(base.clone(), d);
             if let Some(name) = name {
@@ -650,9 +621,7 @@ impl<'u> Lowerer<'u> {
         }
         let base = self.type_node(type_node);
         let mut cursor = node.walk();
-        let declarators: Vec<Node> = node
-            .children_by_field_name("declarator", &mut cursor)
-            .collect();
+        let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
         for d in declarators {
             let (ty, name) = self.apply_declarator(base.clone(), d);
             let Some(name) = name else { continue };
@@ -664,8 +633,7 @@ impl<'u> Lowerer<'u> {
             }
             if is_static && !constexpr {
                 let span = self.span(d);
-                let obj =
-                    self.new_object(&name, Space::Global, ObjectKind::GlobalVariable, &ty, span);
+                let obj = self.new_object(&name, Space::Global, ObjectKind::GlobalVariable, &ty, span);
                 let place = Place::Mem(
                     Ptr {
                         object: Some(obj),
@@ -696,14 +664,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Declares a local variable with an optional initializer.
-    fn declare(
-        &mut self,
-        name: &str,
-        ty: Type,
-        init: Option<Node<'u>>,
-        is_const: bool,
-        node: Node<'u>,
-    ) {
+    fn declare(&mut self, name: &str, ty: Type, init: Option<Node<'u>>, is_const: bool, node: Node<'u>) {
         let auto = matches!(&ty, Type::Opaque(n) if &**n == "auto");
         let Some(init) = init else {
             if auto {
@@ -796,9 +757,7 @@ impl<'u> Lowerer<'u> {
         }
         // An integer holding an address keeps pointing into its buffer.
         let ty = match (&ty, &value) {
-            (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => {
-                Type::ptr(Type::int(8, false))
-            }
+            (Type::Int { .. }, Value::Ptr(p)) if p.object.is_some() => Type::ptr(Type::int(8, false)),
             _ => ty,
         };
         let place = self.local_place(name, &ty, node);
@@ -816,8 +775,7 @@ impl<'u> Lowerer<'u> {
             match self.dynamic_shared {
                 Some(o) => o,
                 None => {
-                    let o =
-                        self.new_object(name, Space::Shared, ObjectKind::DynamicShared, ty, span);
+                    let o = self.new_object(name, Space::Shared, ObjectKind::DynamicShared, ty, span);
                     self.dynamic_shared = Some(o);
                     o
                 }
@@ -834,16 +792,8 @@ impl<'u> Lowerer<'u> {
             match self.shared.get(&key) {
                 Some(&o) => o,
                 None => {
-                    let bytes = self
-                        .size_align(ty)
-                        .map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
-                    let o = self.new_object(
-                        name,
-                        Space::Shared,
-                        ObjectKind::StaticShared { bytes },
-                        ty,
-                        span,
-                    );
+                    let bytes = self.size_align(ty).map(|(s, _)| Expr::int(s as i128, ScalarTy::U64));
+                    let o = self.new_object(name, Space::Shared, ObjectKind::StaticShared { bytes }, ty, span);
                     self.shared.insert(key, o);
                     o
                 }

@@ -82,11 +82,7 @@ fn the_most_specialised_class_template_wins() {
                __global__ void k(int *x) { x[0] = S<int, 3>::v; x[1] = S<float, 3>::v; x[2] = S<float, 7>::v; }";
     check(
         src,
-        &[
-            "store x[+0:4u] = 1",
-            "store x[+4:4u] = 3",
-            "store x[+8:4u] = 70",
-        ],
+        &["store x[+0:4u] = 1", "store x[+4:4u] = 3", "store x[+8:4u] = 70"],
         &[],
     );
 }
@@ -97,10 +93,7 @@ fn struct_members_in_memory_have_byte_offsets() {
                __global__ void k(P *p) { p[threadIdx.x].n[2] = 1; p[1].value = 2.0; }";
     check(
         src,
-        &[
-            "store p[+((i64)threadIdx.x * 24) + 20:2u] = 1",
-            "store p[+32:8u]",
-        ],
+        &["store p[+((i64)threadIdx.x * 24) + 20:2u] = 1", "store p[+32:8u]"],
         &[],
     );
 }
@@ -114,8 +107,7 @@ fn a_return_under_a_condition_goes_through_a_slot() {
 
 #[test]
 fn a_constexpr_helper_folds_to_its_value() {
-    let src =
-        "constexpr __device__ int tiles(int n) { if (n > 64) { return n / 64; } return 1; }\n\
+    let src = "constexpr __device__ int tiles(int n) { if (n > 64) { return n / 64; } return 1; }\n\
                __global__ void k(int *x) { constexpr int t = tiles(256); x[t] = t; }";
     check(src, &["store x[+16:4u] = 4"], &["return L"]);
 }

@@ -80,10 +80,7 @@ impl Type {
     }
 
     pub fn is_arith(&self) -> bool {
-        matches!(
-            self,
-            Type::Bool | Type::Int { .. } | Type::Float(_) | Type::Enum { .. }
-        )
+        matches!(self, Type::Bool | Type::Int { .. } | Type::Float(_) | Type::Enum { .. })
     }
 
     /// A pointer to a function (`void (*)(int)`).
@@ -213,9 +210,7 @@ impl TArg {
     pub fn display(&self) -> String {
         match self {
             TArg::Type(t) => t.display(),
-            TArg::Value(CVal::Int(v, ScalarTy::Bool)) => {
-                (if *v != 0 { "true" } else { "false" }).into()
-            }
+            TArg::Value(CVal::Int(v, ScalarTy::Bool)) => (if *v != 0 { "true" } else { "false" }).into(),
             TArg::Value(CVal::Int(v, _)) => v.to_string(),
             TArg::Value(CVal::Sym(s, _)) => format!("sym#{}", s.0),
             TArg::Func(f) => format!("fn#{}", f.ids.first().map_or(0, |d| d.0)),
@@ -302,15 +297,11 @@ pub fn named_scalar(name: &str) -> Option<Type> {
         "char" | "signed char" | "int8_t" | "char8_t" => Type::int(8, true),
         "unsigned char" | "uint8_t" | "uchar" | "std::byte" | "byte" => Type::int(8, false),
         "short" | "short int" | "signed short" | "int16_t" => Type::int(16, true),
-        "unsigned short" | "unsigned short int" | "uint16_t" | "ushort" | "char16_t" => {
-            Type::int(16, false)
-        }
+        "unsigned short" | "unsigned short int" | "uint16_t" | "ushort" | "char16_t" => Type::int(16, false),
         "int" | "signed" | "signed int" | "int32_t" | "wchar_t" => Type::int(32, true),
         "unsigned" | "unsigned int" | "uint32_t" | "uint" | "char32_t" => Type::int(32, false),
-        "long" | "long int" | "signed long" | "long long" | "long long int"
-        | "signed long long" | "int64_t" | "ptrdiff_t" | "intptr_t" | "ssize_t" | "intmax_t" => {
-            Type::int(64, true)
-        }
+        "long" | "long int" | "signed long" | "long long" | "long long int" | "signed long long" | "int64_t"
+        | "ptrdiff_t" | "intptr_t" | "ssize_t" | "intmax_t" => Type::int(64, true),
         "unsigned long"
         | "unsigned long int"
         | "unsigned long long"
@@ -343,16 +334,7 @@ pub fn common_type(a: &Type, b: &Type) -> Type {
         return if rank(&a) >= rank(&b) { a } else { b };
     }
     match (&a, &b) {
-        (
-            Type::Int {
-                bits: ba,
-                signed: sa,
-            },
-            Type::Int {
-                bits: bb,
-                signed: sb,
-            },
-        ) => {
+        (Type::Int { bits: ba, signed: sa }, Type::Int { bits: bb, signed: sb }) => {
             if sa == sb {
                 Type::int((*ba).max(*bb), *sa)
             } else {
@@ -398,18 +380,9 @@ mod tests {
 
     #[test]
     fn vector_layouts() {
-        assert_eq!(
-            named_scalar("float4").unwrap().builtin_layout(),
-            Some((16, 16))
-        );
-        assert_eq!(
-            named_scalar("half2").unwrap().builtin_layout(),
-            Some((4, 4))
-        );
-        assert_eq!(
-            named_scalar("dim3").unwrap().builtin_layout(),
-            Some((12, 4))
-        );
+        assert_eq!(named_scalar("float4").unwrap().builtin_layout(), Some((16, 16)));
+        assert_eq!(named_scalar("half2").unwrap().builtin_layout(), Some((4, 4)));
+        assert_eq!(named_scalar("dim3").unwrap().builtin_layout(), Some((12, 4)));
         assert_eq!(named_scalar("size_t").unwrap(), Type::int(64, false));
     }
 }

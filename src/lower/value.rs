@@ -43,9 +43,7 @@ pub enum Value {
 impl Value {
     pub fn ty(&self) -> Type {
         match self {
-            Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => {
-                t.clone()
-            }
+            Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => t.clone(),
             Value::Ptr(p) => Type::ptr(p.pointee.clone()),
             Value::Closure(i) => Type::Closure(*i),
             Value::Func(_) => Type::Opaque("function".into()),

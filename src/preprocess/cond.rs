@@ -55,11 +55,7 @@ pub fn eval(toks: &[(TokKind, &str)]) -> Result<PpValue, String> {
     if toks.is_empty() {
         return Err("#if with no expression".into());
     }
-    let mut p = Parser {
-        toks,
-        pos: 0,
-        depth: 0,
-    };
+    let mut p = Parser { toks, pos: 0, depth: 0 };
     let v = p.ternary()?;
     if p.pos < toks.len() {
         return Err(format!("unexpected `{}` in #if expression", toks[p.pos].1));
@@ -222,9 +218,7 @@ pub fn parse_int(text: &str) -> Result<PpValue, String> {
     } else {
         (lower.as_str(), 10)
     };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
+    let end = digits.find(|c: char| !c.is_digit(radix)).unwrap_or(digits.len());
     let (num, suffix) = digits.split_at(end);
     if !suffix.chars().all(|c| matches!(c, 'u' | 'l' | 'z')) {
         return Err(format!("`{text}` is not an integer"));

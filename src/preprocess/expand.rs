@@ -16,8 +16,7 @@ const MAX_ARG_DEPTH: usize = 200;
 pub(super) type HideSet = Option<Rc<Vec<Sym>>>;
 
 fn hidden(hide: &HideSet, name: Sym) -> bool {
-    hide.as_ref()
-        .is_some_and(|h| h.binary_search(&name).is_ok())
+    hide.as_ref().is_some_and(|h| h.binary_search(&name).is_ok())
 }
 
 fn hide_add(hide: &HideSet, name: Sym) -> HideSet {
@@ -43,11 +42,7 @@ fn hide_union(a: &HideSet, b: &HideSet) -> HideSet {
 fn hide_intersect(a: &HideSet, b: &HideSet) -> HideSet {
     match (a, b) {
         (Some(a), Some(b)) => {
-            let v: Vec<Sym> = a
-                .iter()
-                .filter(|s| b.binary_search(s).is_ok())
-                .copied()
-                .collect();
+            let v: Vec<Sym> = a.iter().filter(|s| b.binary_search(s).is_ok()).copied().collect();
             if v.is_empty() {
                 None
             } else {
@@ -80,8 +75,7 @@ impl Session {
                     if stack.last().is_some_and(|t| self.is(t, "(")) {
                         match self.read_args(&mut stack, &def) {
                             Some((args, rparen)) => {
-                                let hide =
-                                    hide_add(&hide_intersect(&tok.hide, &rparen.hide), tok.sym);
+                                let hide = hide_add(&hide_intersect(&tok.hide, &rparen.hide), tok.sym);
                                 let body = self.substitute(st, &def, &tok, &args, &hide, depth);
                                 stack.extend(body.into_iter().rev());
                                 continue;
@@ -89,10 +83,7 @@ impl Session {
                             None => {
                                 st.diag(Diag::warning(
                                     tok.loc(),
-                                    format!(
-                                        "unterminated invocation of macro `{}`",
-                                        self.text(tok.sym)
-                                    ),
+                                    format!("unterminated invocation of macro `{}`", self.text(tok.sym)),
                                 ));
                             }
                         }
@@ -209,8 +200,7 @@ impl Session {
                         None => vec![next.clone()],
                     };
                     // GNU: `, ## __VA_ARGS__` drops the comma when the arguments are empty.
-                    let is_va =
-                        param_index(next).is_some_and(|p| def.variadic && p + 1 == params.len());
+                    let is_va = param_index(next).is_some_and(|p| def.variadic && p + 1 == params.len());
                     if rhs.is_empty() {
                         if is_va && out.last().is_some_and(|t| self.is(t, ",")) {
                             out.pop();
@@ -227,8 +217,7 @@ impl Session {
             }
             if self.text(tok.sym) == "__VA_OPT__" && def.variadic {
                 if let Some((content, next)) = self.va_opt_content(body, i + 1) {
-                    let va_empty =
-                        args.last().is_none_or(|a| a.is_empty()) || args.len() < params.len();
+                    let va_empty = args.last().is_none_or(|a| a.is_empty()) || args.len() < params.len();
                     if !va_empty {
                         let inner = MacroDef {
                             body: content,
@@ -251,9 +240,7 @@ impl Session {
                             match param_index(next) {
                                 Some(q) => {
                                     let r = arg_of(q).to_vec();
-                                    out.extend(
-                                        r.iter().map(|t| self.relocate(t, invocation, hide)),
-                                    );
+                                    out.extend(r.iter().map(|t| self.relocate(t, invocation, hide)));
                                 }
                                 None => out.push(self.relocate(next, invocation, hide)),
                             }

@@ -27,9 +27,9 @@ pub struct RawTok {
 }
 
 const PUNCTS: [&str; 46] = [
-    "<=>", "<<=", ">>=", "...", "->*", "::", "##", "<<", ">>", "->", "++", "--", "&&", "||", "<=",
-    ">=", "==", "!=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ".*", "{", "}", "[", "]",
-    "(", ")", ";", ":", "?", ".", "+", "-", "*", "/", "%", "^", "&", "|", "~",
+    "<=>", "<<=", ">>=", "...", "->*", "::", "##", "<<", ">>", "->", "++", "--", "&&", "||", "<=", ">=", "==", "!=",
+    "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ".*", "{", "}", "[", "]", "(", ")", ";", ":", "?", ".", "+", "-",
+    "*", "/", "%", "^", "&", "|", "~",
 ];
 const PUNCTS_SINGLE: &[u8] = b"!=<>,#";
 
@@ -81,9 +81,7 @@ pub fn lex(text: &str) -> Vec<RawTok> {
                     let (k, end) = lex_quoted(bytes, i, len);
                     kind = k;
                     i = end;
-                } else if c.is_ascii_digit()
-                    || (c == b'.' && bytes.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
-                {
+                } else if c.is_ascii_digit() || (c == b'.' && bytes.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
                     kind = TokKind::Number;
                     i = lex_number(bytes, i);
                 } else if is_ident_start(c) {
@@ -92,8 +90,7 @@ pub fn lex(text: &str) -> Vec<RawTok> {
                     while i < bytes.len() && is_ident_continue(bytes[i]) {
                         i += 1;
                     }
-                } else if let Some(p) = PUNCTS.iter().find(|p| bytes[i..].starts_with(p.as_bytes()))
-                {
+                } else if let Some(p) = PUNCTS.iter().find(|p| bytes[i..].starts_with(p.as_bytes())) {
                     kind = TokKind::Punct;
                     i += p.len();
                 } else if PUNCTS_SINGLE.contains(&c) {
@@ -197,11 +194,7 @@ fn lex_quoted(bytes: &[u8], start: usize, prefix_len: usize) -> (TokKind, usize)
             _ => i += 1,
         }
     }
-    let kind = if quote == b'"' {
-        TokKind::Str
-    } else {
-        TokKind::Char
-    };
+    let kind = if quote == b'"' { TokKind::Str } else { TokKind::Char };
     (kind, i.min(bytes.len()))
 }
 
@@ -209,10 +202,8 @@ fn lex_number(bytes: &[u8], start: usize) -> usize {
     let mut i = start + 1;
     while i < bytes.len() {
         let c = bytes[i];
-        let exponent_sign =
-            (c == b'+' || c == b'-') && matches!(bytes[i - 1], b'e' | b'E' | b'p' | b'P');
-        let digit_separator =
-            c == b'\'' && bytes.get(i + 1).is_some_and(|d| d.is_ascii_alphanumeric());
+        let exponent_sign = (c == b'+' || c == b'-') && matches!(bytes[i - 1], b'e' | b'E' | b'p' | b'P');
+        let digit_separator = c == b'\'' && bytes.get(i + 1).is_some_and(|d| d.is_ascii_alphanumeric());
         if exponent_sign || digit_separator || c.is_ascii_alphanumeric() || c == b'.' || c == b'_' {
             i += 1;
         } else {
@@ -249,10 +240,7 @@ mod tests {
     fn comments_and_splices_are_white_space() {
         let toks = lex("a /* x\n y */ b // c \\\n d\ne\\\nf");
         let text = "a /* x\n y */ b // c \\\n d\ne\\\nf";
-        let s: Vec<_> = toks
-            .iter()
-            .map(|t| &text[t.start as usize..t.end as usize])
-            .collect();
+        let s: Vec<_> = toks.iter().map(|t| &text[t.start as usize..t.end as usize]).collect();
         assert_eq!(s, ["a", "b", "e", "f"]);
         assert!(toks[1].space && !toks[1].bol);
         assert!(toks[2].bol);
@@ -261,10 +249,7 @@ mod tests {
 
     #[test]
     fn numbers_strings_and_chars() {
-        assert_eq!(
-            spellings("1.5e+3f 0x1Fu 1'000 .5"),
-            ["1.5e+3f", "0x1Fu", "1'000", ".5"]
-        );
+        assert_eq!(spellings("1.5e+3f 0x1Fu 1'000 .5"), ["1.5e+3f", "0x1Fu", "1'000", ".5"]);
         assert_eq!(
             spellings(r#"u8"a\"b" 'c' L'\'' R"x(a)"b)x""#),
             [r#"u8"a\"b""#, "'c'", r"L'\''", r#"R"x(a)"b)x""#]

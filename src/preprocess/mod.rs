@@ -103,10 +103,7 @@ impl PpConfig {
         match self.target {
             Target::Cuda => {
                 let arch = self.cuda_arch().unwrap_or(800);
-                let _ = writeln!(
-                    s,
-                    "#define __CUDA_ARCH__ {arch}\n#define __CUDA_ARCH_LIST__ {arch}"
-                );
+                let _ = writeln!(s, "#define __CUDA_ARCH__ {arch}\n#define __CUDA_ARCH_LIST__ {arch}");
                 s.push_str(BUILTIN_CUDA);
             }
             Target::Hip => {
@@ -120,16 +117,8 @@ impl PpConfig {
                         let _ = writeln!(s, "#define __GFX{}__ 1", family.to_ascii_uppercase());
                     }
                 }
-                let _ = writeln!(
-                    s,
-                    "#define __AMDGCN_WAVEFRONT_SIZE {}",
-                    self.physical_warp_size()
-                );
-                let _ = writeln!(
-                    s,
-                    "#define __AMDGCN_WAVEFRONT_SIZE__ {}",
-                    self.physical_warp_size()
-                );
+                let _ = writeln!(s, "#define __AMDGCN_WAVEFRONT_SIZE {}", self.physical_warp_size());
+                let _ = writeln!(s, "#define __AMDGCN_WAVEFRONT_SIZE__ {}", self.physical_warp_size());
                 s.push_str(BUILTIN_HIP);
             }
         }
@@ -310,6 +299,8 @@ pub struct Fragment {
     pub map: SourceMap,
     /// The syntax tree, parsed on first use by `syntax::tree`.
     pub tree: OnceLock<tree_sitter::Tree>,
+    /// Parsing took longer than its budget: the tree is empty.
+    pub parse_timed_out: std::sync::atomic::AtomicBool,
 }
 
 impl Fragment {
@@ -399,9 +390,7 @@ impl UnitState {
     }
 
     fn file_name(&self, file: FileId) -> String {
-        self.files
-            .get(&file)
-            .map_or_else(String::new, |f| f.name.clone())
+        self.files.get(&file).map_or_else(String::new, |f| f.name.clone())
     }
 
     fn state_hash(&self) -> u64 {
@@ -535,13 +524,7 @@ impl Session {
         toks
     }
 
-    fn process_file(
-        &mut self,
-        db: &mut SourceDb,
-        st: &mut UnitState,
-        file: FileId,
-        em: &mut Emitter,
-    ) {
+    fn process_file(&mut self, db: &mut SourceDb, st: &mut UnitState, file: FileId, em: &mut Emitter) {
         let toks = self.file_tokens(db, file);
         if let std::collections::hash_map::Entry::Vacant(e) = st.files.entry(file) {
             e.insert(db.file(file).clone());
@@ -708,10 +691,7 @@ impl Session {
             return;
         };
         if name.kind != TokKind::Ident {
-            st.diag(Diag::error(
-                name.loc(),
-                "macro name must be an identifier".into(),
-            ));
+            st.diag(Diag::error(name.loc(), "macro name must be an identifier".into()));
             return;
         }
         let mut rest = &args[1..];
@@ -746,10 +726,7 @@ impl Session {
                 j += 1;
             }
             if !closed {
-                st.diag(Diag::error(
-                    name.loc(),
-                    "unterminated macro parameter list".into(),
-                ));
+                st.diag(Diag::error(name.loc(), "unterminated macro parameter list".into()));
                 return;
             }
             // `#define F(args...)` names the variadic parameter `args`: nothing to add.
@@ -827,9 +804,7 @@ impl Session {
                 let query = text.to_string();
                 let (operand, next) = self.query_operand(args, i + 1);
                 let value = match query.as_str() {
-                    "defined" => operand
-                        .first()
-                        .is_some_and(|o| st.macros.contains_key(&o.sym)),
+                    "defined" => operand.first().is_some_and(|o| st.macros.contains_key(&o.sym)),
                     "__has_include" | "__has_include_next" => {
                         let spelled: String = operand.iter().map(|o| self.text(o.sym)).collect();
                         let current = *st.include_stack.last().expect("inside a file");
@@ -849,10 +824,7 @@ impl Session {
             i += 1;
         }
         let expanded = self.expand(st, toks, 0);
-        let items: Vec<(TokKind, &str)> = expanded
-            .iter()
-            .map(|t| (t.kind, self.text(t.sym)))
-            .collect();
+        let items: Vec<(TokKind, &str)> = expanded.iter().map(|t| (t.kind, self.text(t.sym))).collect();
         match cond::eval(&items) {
             Ok(v) => v.truthy(),
             Err(message) => {
@@ -883,12 +855,11 @@ impl Session {
     }
 
     fn has_include(&mut self, st: &UnitState, current: FileId, spelled: &str) -> bool {
-        let (name, angled) =
-            if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
-                (n.to_string(), true)
-            } else {
-                (spelled.trim_matches('"').to_string(), false)
-            };
+        let (name, angled) = if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+            (n.to_string(), true)
+        } else {
+            (spelled.trim_matches('"').to_string(), false)
+        };
         let dir = st
             .files
             .get(&current)
@@ -926,28 +897,20 @@ impl Session {
         found
     }
 
-    fn include(
-        &mut self,
-        db: &mut SourceDb,
-        st: &mut UnitState,
-        args: &[Tok],
-        loc: Span,
-        em: &mut Emitter,
-    ) {
+    fn include(&mut self, db: &mut SourceDb, st: &mut UnitState, args: &[Tok], loc: Span, em: &mut Emitter) {
         let mut spelled: String = args.iter().map(|t| self.text(t.sym)).collect();
         if !(spelled.starts_with('"') || spelled.starts_with('<')) {
             let expanded = self.expand(st, args.to_vec(), 0);
             spelled = expanded.iter().map(|t| self.text(t.sym)).collect();
         }
-        let (name, angled) =
-            if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
-                (n.to_string(), true)
-            } else if spelled.len() >= 2 && spelled.starts_with('"') && spelled.ends_with('"') {
-                (spelled[1..spelled.len() - 1].to_string(), false)
-            } else {
-                st.diag(Diag::error(loc, format!("malformed #include {spelled}")));
-                return;
-            };
+        let (name, angled) = if let Some(n) = spelled.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+            (n.to_string(), true)
+        } else if spelled.len() >= 2 && spelled.starts_with('"') && spelled.ends_with('"') {
+            (spelled[1..spelled.len() - 1].to_string(), false)
+        } else {
+            st.diag(Diag::error(loc, format!("malformed #include {spelled}")));
+            return;
+        };
         let current = *st.include_stack.last().expect("inside a file");
         let dir = st
             .files
@@ -1085,11 +1048,10 @@ impl FragmentPool {
         fragment.file.hash(&mut h);
         fragment.text.hash(&mut h);
         let bucket = self.by_hash.entry(h.finish()).or_default();
-        if let Some(same) = bucket.iter().find(|f| {
-            f.file == fragment.file
-                && f.text == fragment.text
-                && f.map.segments() == fragment.map.segments()
-        }) {
+        if let Some(same) = bucket
+            .iter()
+            .find(|f| f.file == fragment.file && f.text == fragment.text && f.map.segments() == fragment.map.segments())
+        {
             return same.clone();
         }
         let shared = Arc::new(fragment);
@@ -1151,9 +1113,7 @@ impl Emitter {
         };
         let mut line = None;
         match self.last_direct {
-            Some((file, end, raw, last_line))
-                if file == tok.file && raw + 1 == tok.raw && end <= tok.offset =>
-            {
+            Some((file, end, raw, last_line)) if file == tok.file && raw + 1 == tok.raw && end <= tok.offset => {
                 let gap = &src.text[end as usize..tok.offset as usize];
                 self.map.push(Segment {
                     out: self.text.len() as u32,
@@ -1209,6 +1169,7 @@ impl Emitter {
                 text: std::mem::take(&mut self.text),
                 map: std::mem::take(&mut self.map),
                 tree: OnceLock::new(),
+                parse_timed_out: Default::default(),
             };
             st.fragments.push(pool.share(fragment));
         }

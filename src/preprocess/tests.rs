@@ -42,11 +42,7 @@ fn norm(text: &str) -> String {
 
 /// The unit's tokens, normalised.
 fn flat(unit: &Unit) -> String {
-    let all: String = unit
-        .fragments
-        .iter()
-        .map(|f| f.text.clone() + "\n")
-        .collect();
+    let all: String = unit.fragments.iter().map(|f| f.text.clone() + "\n").collect();
     norm(&all)
 }
 
@@ -111,7 +107,8 @@ fn expansion_stops_at_hide_sets() {
 
 #[test]
 fn conditionals_follow_the_target() {
-    let src = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\nampere\n#elif defined(__HIP__)\nhip\n#else\nold\n#endif";
+    let src =
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\nampere\n#elif defined(__HIP__)\nhip\n#else\nold\n#endif";
     assert_tokens!(pp(src), "ampere");
     let (_, unit) = pp_with(
         PpConfig {
@@ -130,10 +127,7 @@ fn conditionals_follow_the_target() {
     let (_, unit) = pp_with(hip, src, &[]);
     assert_tokens!(flat(&unit), "hip");
     assert_tokens!(pp("#ifdef A\na\n#elifndef B\nnotb\n#endif"), "notb");
-    assert_tokens!(
-        pp("#if 0\n#if 1\nx\n#else\ny\n#endif\n#else\nz\n#endif"),
-        "z"
-    );
+    assert_tokens!(pp("#if 0\n#if 1\nx\n#else\ny\n#endif\n#else\nz\n#endif"), "z");
 }
 
 #[test]
@@ -187,10 +181,7 @@ fn command_line_defines_and_undefines() {
 fn includes_are_followed_and_split_fragments() {
     let files = [
         ("common.cuh", "#pragma once\n#define W 32\nint common_decl;"),
-        (
-            "sub/helper.cuh",
-            "#include \"../common.cuh\"\nint helper_decl = W;",
-        ),
+        ("sub/helper.cuh", "#include \"../common.cuh\"\nint helper_decl = W;"),
     ];
     let (db, unit) = pp_with(
         PpConfig::default(),
@@ -203,11 +194,7 @@ fn includes_are_followed_and_split_fragments() {
     );
     let names: Vec<&str> = unit.fragments.iter().map(|f| db.name(f.file)).collect();
     assert_eq!(names.len(), 3);
-    assert!(
-        names[0].ends_with("common.cuh")
-            && names[1].ends_with("helper.cuh")
-            && names[2].ends_with("main.cu")
-    );
+    assert!(names[0].ends_with("common.cuh") && names[1].ends_with("helper.cuh") && names[2].ends_with("main.cu"));
 }
 
 #[test]
@@ -225,11 +212,7 @@ fn missing_quoted_includes_are_reported_and_system_headers_skipped() {
 #[test]
 fn include_inside_braces_is_inlined() {
     let files = [("body.inc", "x = 1;")];
-    let (_, unit) = pp_with(
-        PpConfig::default(),
-        "void f() {\n#include \"body.inc\"\n}",
-        &files,
-    );
+    let (_, unit) = pp_with(PpConfig::default(), "void f() {\n#include \"body.inc\"\n}", &files);
     assert_eq!(unit.fragments.len(), 1);
     assert_tokens!(flat(&unit), "void f() { x = 1; }");
 }
@@ -267,10 +250,7 @@ fn source_map_points_at_original_text_and_macro_invocations() {
     let o = frag.origin(at).unwrap();
     assert!(o.from_macro);
     assert_eq!(file.line_col(o.span.start), (4, 7));
-    assert_eq!(
-        &file.text[o.span.start as usize..o.span.start as usize + 3],
-        "IDX"
-    );
+    assert_eq!(&file.text[o.span.start as usize..o.span.start as usize + 3], "IDX");
 }
 
 #[test]
@@ -281,27 +261,12 @@ fn directives_errors_do_not_stop_preprocessing() {
         &[],
     );
     assert_tokens!(flat(&unit), "b");
-    let messages: Vec<&str> = unit
-        .diagnostics
-        .iter()
-        .map(|d| d.message.as_str())
-        .collect();
+    let messages: Vec<&str> = unit.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert!(messages.iter().any(|m| m.contains("ends early")), "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("#else without #if")), "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("#error stop")), "{messages:?}");
     assert!(
-        messages.iter().any(|m| m.contains("ends early")),
-        "{messages:?}"
-    );
-    assert!(
-        messages.iter().any(|m| m.contains("#else without #if")),
-        "{messages:?}"
-    );
-    assert!(
-        messages.iter().any(|m| m.contains("#error stop")),
-        "{messages:?}"
-    );
-    assert!(
-        messages
-            .iter()
-            .any(|m| m.contains("unterminated conditional")),
+        messages.iter().any(|m| m.contains("unterminated conditional")),
         "{messages:?}"
     );
 }
@@ -310,10 +275,7 @@ fn directives_errors_do_not_stop_preprocessing() {
 fn recursive_includes_stop_at_the_depth_limit() {
     let files = [("self.cuh", "#include \"self.cuh\"\nint s;")];
     let (_, unit) = pp_with(PpConfig::default(), "#include \"self.cuh\"", &files);
-    assert!(unit
-        .diagnostics
-        .iter()
-        .any(|d| d.message.contains("nested deeper")));
+    assert!(unit.diagnostics.iter().any(|d| d.message.contains("nested deeper")));
 }
 
 #[test]

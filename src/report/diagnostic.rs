@@ -24,11 +24,7 @@ impl<'a> Files<'a> for SourceDb {
         Ok(self.file(id).line_index(byte_index))
     }
 
-    fn line_range(
-        &'a self,
-        id: FileId,
-        line_index: usize,
-    ) -> Result<std::ops::Range<usize>, Error> {
+    fn line_range(&'a self, id: FileId, line_index: usize) -> Result<std::ops::Range<usize>, Error> {
         Ok(self.file(id).line_range(line_index))
     }
 }
@@ -42,15 +38,11 @@ fn range(span: Span) -> std::ops::Range<usize> {
 pub fn unknown(db: &SourceDb, kernel: &str, u: &Unknown) -> String {
     let mut labels = vec![Label::primary(u.span.file, range(u.span)).with_message("not modelled")];
     if u.site != u.span {
-        labels.push(
-            Label::secondary(u.site.file, range(u.site))
-                .with_message(format!("reached from `{kernel}` here")),
-        );
+        labels.push(Label::secondary(u.site.file, range(u.site)).with_message(format!("reached from `{kernel}` here")));
     }
     let d = Diagnostic::warning()
         .with_message(format!("{}: {}", kernel, u.reason))
         .with_labels(labels)
         .with_notes(vec!["verdicts that depend on this are `unknown`".into()]);
-    term::emit_into_string(&Config::default(), db, &d)
-        .unwrap_or_else(|_| format!("warning: {kernel}: {}\n", u.reason))
+    term::emit_into_string(&Config::default(), db, &d).unwrap_or_else(|_| format!("warning: {kernel}: {}\n", u.reason))
 }

@@ -37,10 +37,7 @@ pub fn kernels_human(db: &SourceDb, entries: &[KernelEntry]) -> String {
             out.push_str(&diagnostic::unknown(db, &e.name, u));
         }
     }
-    let complete = entries
-        .iter()
-        .filter(|e| e.status() == Status::Complete)
-        .count();
+    let complete = entries.iter().filter(|e| e.status() == Status::Complete).count();
     out.push_str(&format!(
         "{} kernels, {} complete, {} partial\n",
         entries.len(),

@@ -76,10 +76,7 @@ impl SourceFile {
     /// Byte offset of the start of a 1-based line.
     pub fn line_start(&self, line: u32) -> u32 {
         let index = (line.max(1) - 1) as usize;
-        self.line_starts
-            .get(index)
-            .copied()
-            .unwrap_or(self.text.len() as u32)
+        self.line_starts.get(index).copied().unwrap_or(self.text.len() as u32)
     }
 
     pub fn line_count(&self) -> usize {
@@ -88,10 +85,7 @@ impl SourceFile {
 
     /// 0-based index of the line holding a byte offset.
     pub fn line_index(&self, offset: usize) -> usize {
-        match self
-            .line_starts
-            .binary_search(&(offset.min(self.text.len()) as u32))
-        {
+        match self.line_starts.binary_search(&(offset.min(self.text.len()) as u32)) {
             Ok(i) => i,
             Err(i) => i - 1,
         }
@@ -168,8 +162,7 @@ impl SourceDb {
 
     fn insert(&mut self, key: PathBuf, name: String, text: String) -> FileId {
         let id = FileId(self.files.len() as u32);
-        self.files
-            .push(Arc::new(SourceFile::new(key.clone(), name, text)));
+        self.files.push(Arc::new(SourceFile::new(key.clone(), name, text)));
         self.by_path.insert(key, id);
         id
     }
@@ -185,10 +178,7 @@ impl SourceDb {
     }
 
     pub fn files(&self) -> impl Iterator<Item = (FileId, &Arc<SourceFile>)> {
-        self.files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (FileId(i as u32), f))
+        self.files.iter().enumerate().map(|(i, f)| (FileId(i as u32), f))
     }
 
     pub fn name(&self, id: FileId) -> &str {
@@ -203,8 +193,7 @@ impl SourceDb {
     /// The text a span covers (empty when out of range).
     pub fn snippet(&self, span: Span) -> &str {
         let text = &self.file(span.file).text;
-        text.get(span.start as usize..span.end as usize)
-            .unwrap_or("")
+        text.get(span.start as usize..span.end as usize).unwrap_or("")
     }
 }
 

@@ -6,9 +6,12 @@
 //! into unknowns.
 
 use std::cell::RefCell;
+use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-use tree_sitter::{Language, Node, Parser, Query, Tree};
+use tree_sitter::{Language, Node, ParseOptions, ParseState, Parser, Query, Tree};
 
 use crate::preprocess::Fragment;
 use crate::source::Span;
@@ -25,13 +28,45 @@ thread_local! {
     });
 }
 
-/// The syntax tree of a fragment (parsed on first use).
+/// The time a fragment may take to parse: generous for real code (5 MB/s is
+/// typical), bounded for inputs that make the GLR parser explode.
+fn parse_budget(bytes: usize) -> Duration {
+    Duration::from_secs(2) + Duration::from_micros(bytes as u64 * 20)
+}
+
+/// The syntax tree of a fragment (parsed on first use). A fragment that
+/// takes longer than its budget gets an empty tree and is marked, so the
+/// driver reports it instead of silently missing its kernels.
 pub fn tree(fragment: &Fragment) -> &Tree {
     fragment.tree.get_or_init(|| {
         PARSER.with(|p| {
-            p.borrow_mut()
-                .parse(&fragment.text, None)
-                .expect("a parser with a language and no timeout always returns a tree")
+            let mut parser = p.borrow_mut();
+            let start = Instant::now();
+            let budget = parse_budget(fragment.text.len());
+            let bytes = fragment.text.as_bytes();
+            let mut timed_out = false;
+            let mut progress = |_: &ParseState| {
+                if start.elapsed() > budget {
+                    timed_out = true;
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            };
+            let options = ParseOptions::new().progress_callback(&mut progress);
+            let tree =
+                parser.parse_with_options(&mut |offset, _| bytes.get(offset..).unwrap_or(&[]), None, Some(options));
+            match tree {
+                Some(t) => t,
+                None => {
+                    parser.reset();
+                    fragment.parse_timed_out.store(true, Ordering::Relaxed);
+                    let _ = timed_out;
+                    parser
+                        .parse("", None)
+                        .expect("a parser with a language parses the empty text")
+                }
+            }
         })
     })
 }
@@ -61,8 +96,7 @@ pub fn queries() -> &'static Queries {
     QUERIES.get_or_init(|| {
         let lang = language();
         let compile = |name: &str, source: &str| {
-            Query::new(&lang, source)
-                .unwrap_or_else(|e| panic!("grammar/{name} does not compile: {e}"))
+            Query::new(&lang, source).unwrap_or_else(|e| panic!("grammar/{name} does not compile: {e}"))
         };
         Queries {
             kernels: compile("kernels.scm", include_str!("../../grammar/kernels.scm")),
