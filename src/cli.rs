@@ -56,6 +56,10 @@ pub enum Target {
 pub enum Stage {
     Preprocess,
     Ir,
+    /// The access model: every access of a generic thread with its phase.
+    Accesses,
+    /// The obligations: how many pairs, how many pruned, solver time.
+    Smt,
 }
 
 /// Flags every command shares: how to read the code and what to assume.
@@ -176,6 +180,7 @@ pub fn options(common: &Common) -> Result<crate::driver::Options, String> {
         kernel: common.kernel.clone(),
         block_dim: common.block_dim,
         grid_dim: common.grid_dim,
+        timeout_ms: common.timeout_ms,
     })
 }
 

@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::ir::{Kernel, Unknown};
+use crate::ir::{Dim, Kernel, Unknown};
 use crate::lower::{self, LowerConfig};
+use crate::obligation::{MemoryOptions, Shape};
 use crate::preprocess::{self, PpConfig, Session};
 use crate::source::{FileId, LoadError, SourceDb, Span};
 use crate::verdict::{KernelResult, Launch, ShapeSource, UnknownItem, Verdict};
@@ -21,6 +22,8 @@ pub struct Options {
     pub kernel: Option<String>,
     pub block_dim: Option<[u32; 3]>,
     pub grid_dim: Option<[u32; 3]>,
+    /// Time limit of one solver call.
+    pub timeout_ms: u64,
 }
 
 /// How completely a kernel lowered.
@@ -321,56 +324,152 @@ pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
         .unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
-/// Verdicts for every kernel. The analyses are not built yet: every condition
-/// is `unknown` ("not analysed yet"), never `pass`.
+/// Verdicts for every kernel: memory ordering is decided per lowered
+/// instantiation (an alarm in any is the kernel's alarm); participation is not
+/// analysed yet and stays `unknown`, never `pass`.
 pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<KernelResult> {
-    entries
+    let _ = db;
+    entries.iter().map(|e| check_entry(e, options)).collect()
+}
+
+/// The memory obligations of one instantiation: counts, solver time, verdict.
+pub fn explain_smt(db: &SourceDb, k: &Kernel, options: &Options) -> String {
+    let started = std::time::Instant::now();
+    let model = crate::passes::accesses::build(k, options.lower.warp_size);
+    let built = started.elapsed();
+    let result = crate::obligation::check_memory(k, &model, &memory_options(k, options));
+    let s = &result.stats;
+    let mut out = format!(
+        "kernel {}: {} records; {} pairs, {} pruned, {} solved ({} sat, {} unknown); model {} ms, solver {} ms, slowest {} ms; memory {:?}\n",
+        k.name,
+        s.records,
+        s.pairs,
+        s.pruned,
+        s.solved,
+        s.sat,
+        s.unknown,
+        built.as_millis(),
+        s.solver_ms,
+        s.slowest_ms,
+        result.verdict
+    );
+    for a in &result.alarms {
+        let (l1, _) = db.line_col(a.span);
+        let l2: Vec<String> = a.related.iter().map(|s| db.line_col(*s).0.to_string()).collect();
+        out.push_str(&format!("  alarm {} at {l1} and {}: {}\n", a.kind, l2.join(","), a.message));
+    }
+    for u in &result.unknowns {
+        let (l, _) = db.line_col(u.span);
+        out.push_str(&format!("  unknown at {l}: {}\n", u.reason));
+    }
+    out
+}
+
+fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
+    let (used_block, used_grid) = k.used_dims();
+    let shape = Shape {
+        block_dim: options.block_dim,
+        grid_dim: options.grid_dim,
+        max_threads: k.launch_bounds.as_ref().and_then(|b| b.as_int()).map(|v| v.max(1) as u64),
+        unit_block: used_block.map(|u| !u),
+        unit_grid: used_grid.map(|u| !u),
+    };
+    MemoryOptions {
+        shape,
+        timeout_ms: if options.timeout_ms == 0 { 10_000 } else { options.timeout_ms },
+        ..Default::default()
+    }
+}
+
+fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
+    let started = std::time::Instant::now();
+    let mut unknowns: Vec<UnknownItem> = e
+        .unknowns()
         .iter()
-        .map(|e| {
-            let mut unknowns: Vec<UnknownItem> = e
-                .unknowns()
-                .iter()
-                .map(|u| UnknownItem {
-                    reason: u.reason.clone(),
-                    span: u.span,
-                })
-                .collect();
-            unknowns.push(UnknownItem {
-                reason: "not analysed yet".into(),
-                span: e.span,
-            });
-            let _ = db;
-            let launch = match options.block_dim {
-                Some(b) => Launch {
-                    block_dim: Some(b),
-                    grid_dim: options.grid_dim,
-                    source: ShapeSource::Flag,
-                },
-                None => Launch {
-                    block_dim: None,
-                    grid_dim: options.grid_dim,
-                    source: if e.kernel().launch_bounds.is_some() {
-                        ShapeSource::LaunchBounds
-                    } else {
-                        ShapeSource::Symbolic
-                    },
-                },
-            };
-            KernelResult {
-                kernel: e.name.clone(),
-                span: e.span,
-                template_args: e
-                    .kernel()
-                    .template_args
-                    .iter()
-                    .map(|a| (a.name.clone(), a.value.clone()))
-                    .collect(),
-                launch,
-                memory: Verdict::Unknown,
-                participation: Verdict::Unknown,
-                unknowns,
-                time_ms: 0,
-            }
+        .map(|u| UnknownItem {
+            reason: u.reason.clone(),
+            span: u.span,
         })
-        .collect()
+        .collect();
+    let mut alarms = Vec::new();
+    let mut assumptions: Vec<String> = Vec::new();
+    let mut memory = Verdict::Pass;
+    for k in &e.kernels {
+        let model = crate::passes::accesses::build(k, options.lower.warp_size);
+        let (used_block, used_grid) = k.used_dims();
+        for (used, given, what, index, extent) in [
+            (used_block, options.block_dim.is_some(), "block", "threadIdx", "blockDim"),
+            (used_grid, options.grid_dim.is_some(), "grid", "blockIdx", "gridDim"),
+        ] {
+            let unused: Vec<&str> = Dim::ALL
+                .iter()
+                .filter(|d| !used[**d as usize])
+                .map(|d| d.name())
+                .collect();
+            if !given && !unused.is_empty() {
+                let a = format!(
+                    "the {what} is 1 along {}: the kernel never reads {index} or {extent} there",
+                    unused.join(", ")
+                );
+                if !assumptions.contains(&a) {
+                    assumptions.push(a);
+                }
+            }
+        }
+        let mopts = memory_options(k, options);
+        let result = crate::obligation::check_memory(k, &model, &mopts);
+        memory = match (memory, result.verdict) {
+            (Verdict::Alarm, _) | (_, Verdict::Alarm) => Verdict::Alarm,
+            (Verdict::Unknown, _) | (_, Verdict::Unknown) => Verdict::Unknown,
+            _ => Verdict::Pass,
+        };
+        alarms.extend(result.alarms);
+        for u in result.unknowns {
+            if !unknowns.contains(&u) {
+                unknowns.push(u);
+            }
+        }
+        for a in result.assumptions {
+            if !assumptions.contains(&a) {
+                assumptions.push(a);
+            }
+        }
+    }
+    unknowns.push(UnknownItem {
+        reason: "participation is not analysed yet".into(),
+        span: e.span,
+    });
+    let launch = match options.block_dim {
+        Some(b) => Launch {
+            block_dim: Some(b),
+            grid_dim: options.grid_dim,
+            source: ShapeSource::Flag,
+        },
+        None => Launch {
+            block_dim: None,
+            grid_dim: options.grid_dim,
+            source: if e.kernel().launch_bounds.is_some() {
+                ShapeSource::LaunchBounds
+            } else {
+                ShapeSource::Symbolic
+            },
+        },
+    };
+    KernelResult {
+        kernel: e.name.clone(),
+        span: e.span,
+        template_args: e
+            .kernel()
+            .template_args
+            .iter()
+            .map(|a| (a.name.clone(), a.value.clone()))
+            .collect(),
+        launch,
+        memory,
+        participation: Verdict::Unknown,
+        alarms,
+        unknowns,
+        assumptions,
+        time_ms: started.elapsed().as_millis() as u64,
+    }
 }

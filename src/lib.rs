@@ -6,6 +6,8 @@ pub mod cli;
 pub mod driver;
 pub mod ir;
 pub mod lower;
+pub mod obligation;
+pub mod passes;
 pub mod preprocess;
 pub mod report;
 pub mod source;

@@ -111,7 +111,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         eprintln!("{}:{}:{}: {:?}: {}", db.name(d.span.file), l, c, d.severity, d.message);
                     }
                 }
-                cli::Stage::Ir => {
+                stage => {
                     let (entries, _) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
                     if entries.is_empty() {
                         return Err(match &opts.kernel {
@@ -121,7 +121,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                     for e in &entries {
                         for k in &e.kernels {
-                            out(&k.to_string());
+                            match stage {
+                                cli::Stage::Ir => out(&k.to_string()),
+                                cli::Stage::Accesses => {
+                                    let model = warpdrf::passes::accesses::build(k, opts.lower.warp_size);
+                                    out(&format!("kernel {}{}\n{model}", k.name, instantiation(k)));
+                                }
+                                _ => out(&driver::explain_smt(&db, k, &opts)),
+                            }
                         }
                     }
                 }
@@ -148,4 +155,12 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn instantiation(k: &warpdrf::ir::Kernel) -> String {
+    if k.template_args.is_empty() {
+        return String::new();
+    }
+    let args: Vec<String> = k.template_args.iter().map(|a| format!("{}={}", a.name, a.value)).collect();
+    format!("<{}>", args.join(", "))
 }

@@ -54,7 +54,11 @@ pub struct KernelResult {
     pub launch: Launch,
     pub memory: Verdict,
     pub participation: Verdict,
+    pub alarms: Vec<Alarm>,
     pub unknowns: Vec<UnknownItem>,
+    /// What the verdicts assume beyond the source (e.g. that distinct pointer
+    /// parameters do not alias).
+    pub assumptions: Vec<String>,
     pub time_ms: u64,
 }
 
@@ -63,4 +67,51 @@ impl KernelResult {
     pub fn warpdrf(&self) -> bool {
         self.memory == Verdict::Pass && self.participation == Verdict::Pass
     }
+}
+
+/// One thread of a witness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadWitness {
+    /// `threadIdx` as (x, y, z).
+    pub thread: [u64; 3],
+    /// `blockIdx` as (x, y, z).
+    pub block: [u64; 3],
+    pub warp: u64,
+    pub lane: u64,
+    /// Iterations of the loops around the access: (the loop, iteration), outermost first.
+    pub iterations: Vec<(Span, i64)>,
+    /// The byte offset the thread accesses, and how many bytes.
+    pub offset: i64,
+    pub width: i64,
+}
+
+/// A concrete execution that breaks a condition: the two threads and the
+/// values that decide it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witness {
+    pub threads: [ThreadWitness; 2],
+    pub block_dim: [u64; 3],
+    pub grid_dim: [u64; 3],
+    /// Scalar parameters the conflict involves: (name, value).
+    pub params: Vec<(String, String)>,
+    /// Loaded or unmodelled values the conflict involves: (what, value).
+    pub inputs: Vec<(String, String)>,
+}
+
+/// A failed obligation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alarm {
+    pub condition: Condition,
+    /// Stable code, e.g. `memory/shared-race`.
+    pub kind: String,
+    pub message: String,
+    /// The first access (or the primitive).
+    pub span: Span,
+    /// The other access(es).
+    pub related: Vec<Span>,
+    pub witness: Option<Witness>,
+    /// The alarm holds only for some values of loaded or unmodelled data.
+    pub input_dependent: bool,
+    /// The template instantiation it belongs to: (parameter, argument).
+    pub instantiation: Vec<(String, String)>,
 }

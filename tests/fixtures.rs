@@ -4,6 +4,9 @@
 //!
 //! Header lines (leading `//` comments):
 //! - `// expect[ KERNEL]: memory=V participation=V` — verdicts (`pass|alarm|unknown`);
+//!   a condition left out is not checked;
+//! - `// input-dependent[ KERNEL]: yes|no` — every alarm (at least one) is / is not
+//!   marked as decided by loaded data;
 //! - `// args: …` — command-line flags;
 //! - `// kernels: a, b` — exactly these kernels are found;
 //! - `// lowers[ KERNEL]: complete|partial` — how completely the front end models it;
@@ -22,7 +25,8 @@ use warpdrf::verdict::Verdict;
 
 #[derive(Debug, Default)]
 struct Header {
-    expects: Vec<(Option<String>, Verdict, Verdict)>,
+    expects: Vec<(Option<String>, Option<Verdict>, Option<Verdict>)>,
+    input_dependent: Vec<(Option<String>, bool)>,
     args: Vec<String>,
     kernels: Option<Vec<String>>,
     lowers: Vec<(Option<String>, Status)>,
@@ -66,7 +70,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         let value = value.trim();
         let known = matches!(
             key,
-            "expect" | "args" | "kernels" | "lowers" | "unknown" | "ir" | "ir-not" | "assumption"
+            "expect" | "args" | "kernels" | "lowers" | "unknown" | "ir" | "ir-not" | "assumption" | "input-dependent"
         );
         any |= known;
         match key {
@@ -80,11 +84,19 @@ fn parse_header(text: &str) -> Result<Header, String> {
                         _ => return Err(format!("bad expect `{value}`")),
                     }
                 }
-                let (Some(m), Some(p)) = (memory, participation) else {
-                    return Err(format!("expect needs memory= and participation=: `{value}`"));
-                };
-                h.expects.push((kernel, m, p));
+                if memory.is_none() && participation.is_none() {
+                    return Err(format!("expect needs memory= or participation=: `{value}`"));
+                }
+                h.expects.push((kernel, memory, participation));
             }
+            "input-dependent" => h.input_dependent.push((
+                kernel,
+                match value {
+                    "yes" => true,
+                    "no" => false,
+                    other => return Err(format!("bad input-dependent `{other}`")),
+                },
+            )),
             "args" => h.args.extend(value.split_whitespace().map(String::from)),
             "kernels" => {
                 h.kernels = Some(
@@ -239,11 +251,48 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 problems.push(format!("expect: no kernel {}", kernel.as_deref().unwrap_or("at all")));
             }
             for r in matching {
-                if r.memory != *memory || r.participation != *participation {
+                let wrong_memory = memory.is_some_and(|m| m != r.memory);
+                let wrong_participation = participation.is_some_and(|p| p != r.participation);
+                if wrong_memory || wrong_participation {
+                    let reasons: Vec<String> = r
+                        .alarms
+                        .iter()
+                        .map(|a| format!("{} at {}", a.message, db.line_col(a.span).0))
+                        .chain(r.unknowns.iter().map(|u| u.reason.clone()))
+                        .collect();
                     problems.push(format!(
-                        "{}: memory={:?} participation={:?}, expected memory={memory:?} participation={participation:?}",
+                        "{}: memory={:?} participation={:?}, expected memory={memory:?} participation={participation:?} ({reasons:?})",
                         r.kernel, r.memory, r.participation
                     ));
+                }
+            }
+        }
+        for (kernel, expected) in &header.input_dependent {
+            for r in results.iter().filter(|r| kernel.as_ref().is_none_or(|k| *k == r.kernel)) {
+                if r.alarms.is_empty() {
+                    problems.push(format!("{}: input-dependent given but no alarm", r.kernel));
+                }
+                for a in &r.alarms {
+                    if a.input_dependent != *expected {
+                        problems.push(format!(
+                            "{}: alarm `{}` has input_dependent={}, expected {expected}",
+                            r.kernel, a.message, a.input_dependent
+                        ));
+                    }
+                }
+            }
+        }
+        // Every alarm carries a witness naming two distinct threads.
+        for r in &results {
+            for a in &r.alarms {
+                match &a.witness {
+                    None => problems.push(format!("{}: alarm `{}` has no witness", r.kernel, a.message)),
+                    Some(w) => {
+                        let [t0, t1] = &w.threads;
+                        if t0.thread == t1.thread && t0.block == t1.block {
+                            problems.push(format!("{}: alarm `{}` names one thread twice", r.kernel, a.message));
+                        }
+                    }
                 }
             }
         }
@@ -297,6 +346,10 @@ fn headers_are_parsed_strictly() {
     let h =
         parse_header("// expect k2: memory=pass participation=alarm\n// args: --block-dim 64\n// ir: foo\n").unwrap();
     assert_eq!(h.expects[0].0.as_deref(), Some("k2"));
+    assert_eq!(h.expects[0].1, Some(Verdict::Pass));
+    let h = parse_header("// expect: memory=alarm\n").unwrap();
+    assert_eq!((h.expects[0].1, h.expects[0].2), (Some(Verdict::Alarm), None));
+    assert!(parse_header("// expect: \n").is_err());
     assert_eq!(h.args, ["--block-dim", "64"]);
     assert_eq!(h.ir, ["foo"]);
 }

@@ -13,8 +13,10 @@
 //! that only flow), and local (register) arrays are memory objects of space
 //! `Local`, which no thread shares.
 
+pub mod access;
 pub mod fold;
 pub mod print;
+pub mod term;
 
 use crate::source::Span;
 
@@ -581,6 +583,42 @@ impl Block {
     }
 }
 
+impl Stmt {
+    /// Calls `f` on every expression the statement itself holds (not those of
+    /// nested blocks).
+    pub fn for_each_expr(&self, f: &mut impl FnMut(&Expr)) {
+        match &self.kind {
+            StmtKind::Assign { value, .. } => f(value),
+            StmtKind::Access(a) => {
+                f(&a.offset);
+                f(&a.width);
+                if let Some(v) = &a.value {
+                    f(v);
+                }
+                for r in &a.ranges {
+                    f(&r.lo);
+                    f(&r.hi);
+                }
+            }
+            StmtKind::Barrier(b) => {
+                if let Some((p, _)) = &b.predicate {
+                    f(p);
+                }
+            }
+            StmtKind::Primitive(p) => {
+                p.mask.iter().chain(p.args.iter()).chain(p.width.iter()).for_each(f);
+            }
+            StmtKind::If { cond, .. } => f(cond),
+            StmtKind::Loop(l) => f(&l.cond),
+            StmtKind::Assume(e) => f(e),
+            StmtKind::Havoc { .. }
+            | StmtKind::Labeled { .. }
+            | StmtKind::Exit { .. }
+            | StmtKind::Unknown { .. } => {}
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarInfo {
     pub name: String,
@@ -681,6 +719,22 @@ impl Kernel {
                         | StmtKind::If { .. }
                 )
             })
+    }
+
+    /// The dimensions of the block and of the grid the kernel's code mentions
+    /// (`threadIdx.d`/`blockDim.d`, and `blockIdx.d`/`gridDim.d`).
+    pub fn used_dims(&self) -> ([bool; 3], [bool; 3]) {
+        let (mut block, mut grid) = ([false; 3], [false; 3]);
+        self.body.walk(&mut |s| {
+            s.for_each_expr(&mut |e| {
+                e.visit(&mut |x| match x {
+                    Expr::Builtin(Builtin::ThreadIdx(d) | Builtin::BlockDim(d)) => block[*d as usize] = true,
+                    Expr::Builtin(Builtin::BlockIdx(d) | Builtin::GridDim(d)) => grid[*d as usize] = true,
+                    _ => {}
+                })
+            })
+        });
+        (block, grid)
     }
 
     /// Whether the kernel (directly or through inlined helpers) runs a warp collective.

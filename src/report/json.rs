@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::driver::{KernelEntry, Status};
 use crate::source::{SourceDb, Span};
-use crate::verdict::KernelResult;
+use crate::verdict::{Alarm, KernelResult, Witness};
 
 fn span_json(db: &SourceDb, span: Span) -> Value {
     let (line, column) = db.line_col(span);
@@ -61,7 +61,8 @@ pub fn check(db: &SourceDb, config: &str, warp_size: u32, results: &[KernelResul
                 "memory": r.memory,
                 "participation": r.participation,
                 "warpdrf": r.warpdrf(),
-                "alarms": Vec::<Value>::new(),
+                "alarms": r.alarms.iter().map(|a| alarm_json(db, a)).collect::<Vec<_>>(),
+                "assumptions": r.assumptions,
                 "unknowns": r.unknowns.iter().map(|u| json!({"reason": u.reason, "span": span_json(db, u.span)})).collect::<Vec<_>>(),
                 "time_ms": r.time_ms,
             })
@@ -73,5 +74,43 @@ pub fn check(db: &SourceDb, config: &str, warp_size: u32, results: &[KernelResul
         "config": config,
         "warp_size": warp_size,
         "kernels": kernels,
+    })
+}
+
+fn witness_json(db: &SourceDb, w: &Witness) -> Value {
+    let threads: Vec<Value> = w
+        .threads
+        .iter()
+        .map(|t| {
+            json!({
+                "thread": t.thread,
+                "block": t.block,
+                "warp": t.warp,
+                "lane": t.lane,
+                "iterations": t.iterations.iter().map(|(at, k)| json!({"loop": span_json(db, *at), "iteration": k})).collect::<Vec<_>>(),
+                "offset": t.offset,
+                "width": t.width,
+            })
+        })
+        .collect();
+    json!({
+        "threads": threads,
+        "block_dim": w.block_dim,
+        "grid_dim": w.grid_dim,
+        "params": w.params.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
+        "inputs": w.inputs.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
+    })
+}
+
+fn alarm_json(db: &SourceDb, a: &Alarm) -> Value {
+    json!({
+        "condition": a.condition,
+        "kind": a.kind,
+        "message": a.message,
+        "span": span_json(db, a.span),
+        "related": a.related.iter().map(|s| span_json(db, *s)).collect::<Vec<_>>(),
+        "witness": a.witness.as_ref().map(|w| witness_json(db, w)),
+        "input_dependent": a.input_dependent,
+        "instantiation": a.instantiation.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
     })
 }

@@ -1,0 +1,455 @@
+//! Access model → obligations → the memory-ordering verdict.
+//!
+//! An obligation is a pair of records that might conflict: the same object
+//! (or objects that may alias), at least one write, not both atomic. Cheap
+//! tests drop pairs that cannot meet (phases that differ for every choice of
+//! iteration counts, constant byte ranges that do not overlap) before Z3 sees
+//! anything; `smt` decides the rest. A pair is checked for two threads of one
+//! block (same block phase, and same warp phase when in one warp) and, for
+//! global memory, for two threads of different blocks (same grid phase).
+
+pub mod smt;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use crate::ir::access::{AccessModel, Origin};
+use crate::ir::term::{Term, TermKind};
+use crate::ir::{AccessKind, BinOp, Builtin, Kernel, ObjectKind, Space};
+use crate::source::Span;
+use crate::verdict::{Alarm, Condition, UnknownItem, Verdict};
+
+pub use smt::Shape;
+
+#[derive(Clone, Debug)]
+pub struct MemoryOptions {
+    pub shape: Shape,
+    pub timeout_ms: u64,
+    /// Most alarms reported per kernel (the verdict is decided by the first).
+    pub max_alarms: usize,
+    /// Time for all obligations of one kernel; what is left undecided is `unknown`.
+    pub budget: Duration,
+}
+
+impl Default for MemoryOptions {
+    fn default() -> Self {
+        MemoryOptions {
+            shape: Shape::default(),
+            timeout_ms: 10_000,
+            max_alarms: 32,
+            budget: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Counts of one kernel's obligations, for `explain` and benchmarks.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub records: usize,
+    pub pairs: usize,
+    pub pruned: usize,
+    pub solved: usize,
+    pub sat: usize,
+    pub unknown: usize,
+    pub solver_ms: u64,
+    pub slowest_ms: u64,
+}
+
+pub struct MemoryResult {
+    pub verdict: Verdict,
+    pub alarms: Vec<Alarm>,
+    pub unknowns: Vec<UnknownItem>,
+    pub assumptions: Vec<String>,
+    pub stats: Stats,
+}
+
+/// A linear form `c + Σ coeff·leaf` of a phase term; leaves are term ids,
+/// marked per thread or shared by both threads.
+#[derive(Default)]
+struct Linear {
+    constant: i128,
+    terms: Vec<(u32, bool, i128)>,
+}
+
+fn linear(t: &Term, model: &AccessModel, scale: i128, out: &mut Linear) -> bool {
+    match &t.kind {
+        TermKind::Int(v) => {
+            out.constant += scale * v;
+            true
+        }
+        TermKind::Binary(BinOp::Add, ty, a, b) if ty.is_int() => {
+            linear(a, model, scale, out) && linear(b, model, scale, out)
+        }
+        TermKind::Binary(BinOp::Sub, ty, a, b) if ty.is_int() => {
+            linear(a, model, scale, out) && linear(b, model, -scale, out)
+        }
+        TermKind::Binary(BinOp::Mul, ty, a, b) if ty.is_int() => match (a.as_int(), b.as_int()) {
+            (_, Some(c)) => linear(a, model, scale * c, out),
+            (Some(c), _) => linear(b, model, scale * c, out),
+            _ => false,
+        },
+        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => linear(a, model, scale, out),
+        TermKind::Param(_) | TermKind::Sym(_) | TermKind::Builtin(Builtin::BlockDim(_) | Builtin::GridDim(_)) => {
+            out.terms.push((t.id, true, scale));
+            true
+        }
+        TermKind::Symbol(_) | TermKind::Builtin(_) => {
+            out.terms.push((t.id, false, scale));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether a leaf is known to be non-negative (counters and indices).
+fn non_negative(t: &Term, model: &AccessModel) -> bool {
+    match &t.kind {
+        TermKind::Symbol(s) => matches!(
+            model.symbol(*s).origin,
+            Origin::Counter { .. } | Origin::ExitCount { .. }
+        ),
+        TermKind::Builtin(_) => true,
+        _ => false,
+    }
+}
+
+/// Phase terms `p` (thread 1) and `q` (thread 2) can never be equal.
+fn phases_differ(p: &Term, q: &Term, model: &AccessModel, leaves: &HashMap<u32, Term>) -> bool {
+    let (mut a, mut b) = (Linear::default(), Linear::default());
+    if !linear(p, model, 1, &mut a) || !linear(q, model, 1, &mut b) {
+        return false;
+    }
+    // p - q = c + Σ coeff·x over thread-1 leaves, thread-2 leaves and shared ones.
+    let mut coeffs: HashMap<(u32, u8), i128> = HashMap::new();
+    for (id, shared, c) in a.terms {
+        *coeffs.entry((id, if shared { 2 } else { 0 })).or_default() += c;
+    }
+    for (id, shared, c) in b.terms {
+        *coeffs.entry((id, if shared { 2 } else { 1 })).or_default() -= c;
+    }
+    let c = a.constant - b.constant;
+    let live: Vec<((u32, u8), i128)> = coeffs.into_iter().filter(|(_, v)| *v != 0).collect();
+    if live.is_empty() {
+        return c != 0;
+    }
+    let g = live.iter().fold(0i128, |g, (_, v)| gcd(g, v.abs()));
+    if g != 0 && c % g != 0 {
+        return true;
+    }
+    // All leaves non-negative and all coefficients of the sign of c: no zero.
+    let all_nonneg = live
+        .iter()
+        .all(|((id, _), _)| leaves.get(id).is_some_and(|t| non_negative(t, model)));
+    all_nonneg && (live.iter().all(|(_, v)| *v > 0) && c > 0 || live.iter().all(|(_, v)| *v < 0) && c < 0)
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn collect_leaves(t: &Term, out: &mut HashMap<u32, Term>) {
+    if out.contains_key(&t.id) {
+        return;
+    }
+    out.insert(t.id, t.clone());
+    for c in t.children() {
+        collect_leaves(c, out);
+    }
+}
+
+fn race_kind(space: Space, cross_block: bool) -> &'static str {
+    match (space, cross_block) {
+        (Space::Shared, _) => "memory/shared-race",
+        (_, true) => "memory/inter-block-race",
+        _ => "memory/global-race",
+    }
+}
+
+fn describe(kind: AccessKind) -> &'static str {
+    match kind {
+        AccessKind::Read => "read",
+        AccessKind::Write => "write",
+        AccessKind::Atomic(_) => "atomic",
+    }
+}
+
+/// Decides the memory-ordering condition of one kernel instantiation.
+pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
+    let started = Instant::now();
+    let mut stats = Stats {
+        records: model.records.len(),
+        ..Default::default()
+    };
+    let mut run = Run {
+        kernel,
+        model,
+        options,
+        alarms: Vec::new(),
+        unknowns: Vec::new(),
+        alarmed: HashSet::new(),
+        leaves: HashMap::new(),
+    };
+    for r in &model.records {
+        for t in [&r.phase.block, &r.phase.grid] {
+            collect_leaves(t, &mut run.leaves);
+        }
+    }
+    let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.timeout_ms);
+    // Accesses per object; memory the analysis cannot trace may be any object
+    // of its space.
+    let mut by_object: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (i, r) in model.records.iter().enumerate() {
+        by_object.entry(r.object.0).or_default().push(i);
+    }
+    let writes_in = |space: Space| {
+        model
+            .records
+            .iter()
+            .any(|r| r.kind.writes() && kernel.objects[r.object.index()].space == space)
+    };
+    let mut params_alias_assumed = false;
+    let written_params = by_object
+        .iter()
+        .filter(|(o, recs)| {
+            matches!(kernel.objects[**o as usize].kind, ObjectKind::Param { .. })
+                && recs.iter().any(|&r| model.records[r].kind.writes())
+        })
+        .count();
+    let param_objects = by_object
+        .keys()
+        .filter(|o| matches!(kernel.objects[**o as usize].kind, ObjectKind::Param { .. }))
+        .count();
+    if written_params > 0 && param_objects > 1 {
+        params_alias_assumed = true;
+    }
+    let mut out_of_time = false;
+    for (&object_id, recs) in &by_object {
+        let object = &kernel.objects[object_id as usize];
+        if object.kind == ObjectKind::Untraced {
+            if writes_in(object.space) {
+                let r = &model.records[recs[0]];
+                run.unknowns.push(UnknownItem {
+                    reason: format!(
+                        "access through a pointer the analysis cannot trace ({}), in a memory space that is written",
+                        object.name
+                    ),
+                    span: r.span,
+                });
+            }
+            continue;
+        }
+        if !recs.iter().any(|&r| model.records[r].kind.writes()) {
+            continue;
+        }
+        if run.alarms.len() >= options.max_alarms {
+            break;
+        }
+        if started.elapsed() > options.budget {
+            out_of_time = true;
+            break;
+        }
+        let shared = object.space == Space::Shared;
+        stats.pairs += recs.len() * (recs.len() + 1) / 2;
+        let t0 = Instant::now();
+        let same = |x: usize, y: usize| {
+            let (a, b) = (&model.records[x], &model.records[y]);
+            (a.span, a.site) == (b.span, b.site)
+        };
+        let left = options.max_alarms - run.alarms.len();
+        if std::env::var("WARPDRF_PAIRWISE").is_ok() {
+            if !run.pairwise(&mut encoder, recs, shared, started, &mut stats) {
+                out_of_time = true;
+            }
+            continue;
+        }
+        let outcome = encoder.check_group(recs, shared, &same, left);
+        let ms = t0.elapsed().as_millis() as u64;
+        stats.solved += 1;
+        stats.solver_ms += ms;
+        stats.slowest_ms = stats.slowest_ms.max(ms);
+        match outcome {
+            smt::GroupOutcome::Done(found) => {
+                stats.sat += found.len();
+                for f in found {
+                    run.alarm(f, object.space);
+                }
+            }
+            smt::GroupOutcome::Unknown(_, found) => {
+                stats.sat += found.len();
+                for f in found {
+                    run.alarm(f, object.space);
+                }
+                // Localise what the solver could not decide: pair by pair.
+                if !run.pairwise(&mut encoder, recs, shared, started, &mut stats) {
+                    out_of_time = true;
+                }
+            }
+        }
+    }
+    let Run {
+        alarms, mut unknowns, ..
+    } = run;
+    if out_of_time {
+        unknowns.push(UnknownItem {
+            reason: format!(
+                "the memory check ran out of its time budget ({} s) before deciding every pair of accesses",
+                options.budget.as_secs()
+            ),
+            span: kernel.span,
+        });
+    }
+    let mut assumptions = Vec::new();
+    if params_alias_assumed {
+        assumptions.push("distinct pointer parameters do not alias".into());
+    }
+    let verdict = if !alarms.is_empty() {
+        Verdict::Alarm
+    } else if !unknowns.is_empty() || !kernel.unknowns.is_empty() {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
+    };
+    MemoryResult {
+        verdict,
+        alarms,
+        unknowns,
+        assumptions,
+        stats,
+    }
+}
+
+type StatementPair = ((Span, Span), (Span, Span));
+
+/// The state of one kernel's memory check.
+struct Run<'a> {
+    kernel: &'a Kernel,
+    model: &'a AccessModel,
+    options: &'a MemoryOptions,
+    alarms: Vec<Alarm>,
+    unknowns: Vec<UnknownItem>,
+    /// Statement pairs already alarmed: one race is one alarm.
+    alarmed: HashSet<StatementPair>,
+    /// Every subterm of the phases, by id (for the cheap phase test).
+    leaves: HashMap<u32, Term>,
+}
+
+impl Run<'_> {
+    fn key(&self, i: usize, j: usize) -> StatementPair {
+        let (a, b) = (&self.model.records[i], &self.model.records[j]);
+        ordered((a.span, a.site), (b.span, b.site))
+    }
+
+    fn alarm(&mut self, f: smt::Found, space: Space) {
+        if !self.alarmed.insert(self.key(f.first, f.second)) {
+            return;
+        }
+        let (a, b) = (&self.model.records[f.first], &self.model.records[f.second]);
+        let object = &self.kernel.objects[a.object.index()];
+        let cross = f.witness.threads[0].block != f.witness.threads[1].block;
+        let message = format!(
+            "{} of `{}` races with {} {} by another thread{}",
+            describe(a.kind),
+            object.name,
+            if (a.span, a.site) == (b.span, b.site) { "the same" } else { "a" },
+            describe(b.kind),
+            if cross { " of another block" } else { "" }
+        );
+        self.alarms.push(Alarm {
+            condition: Condition::Memory,
+            kind: race_kind(space, cross).into(),
+            message,
+            span: a.span,
+            related: vec![b.span],
+            witness: Some(f.witness),
+            input_dependent: f.input_dependent,
+            instantiation: self
+                .kernel
+                .template_args
+                .iter()
+                .map(|t| (t.name.clone(), t.value.clone()))
+                .collect(),
+        });
+    }
+
+    /// Checks the pairs of `recs` one by one (after cheap pruning); false when
+    /// the time budget ran out.
+    fn pairwise(&mut self, encoder: &mut smt::Encoder, recs: &[usize], shared: bool, started: Instant, stats: &mut Stats) -> bool {
+        let model = self.model;
+        for (x, &i) in recs.iter().enumerate() {
+            for &j in &recs[x..] {
+                let (a, b) = (&model.records[i], &model.records[j]);
+                if !(a.kind.writes() || b.kind.writes())
+                    || matches!((a.kind, b.kind), (AccessKind::Atomic(_), AccessKind::Atomic(_)))
+                    || self.alarmed.contains(&self.key(i, j))
+                {
+                    continue;
+                }
+                let block_differ = phases_differ(&a.phase.block, &b.phase.block, model, &self.leaves);
+                let grid_differ = phases_differ(&a.phase.grid, &b.phase.grid, model, &self.leaves);
+                if block_differ && (shared || grid_differ) {
+                    stats.pruned += 1;
+                    continue;
+                }
+                if self.alarms.len() >= self.options.max_alarms {
+                    return true;
+                }
+                if started.elapsed() > self.options.budget {
+                    return false;
+                }
+                let t0 = Instant::now();
+                let outcome = encoder.check_pair(i, j, shared);
+                let ms = t0.elapsed().as_millis() as u64;
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    let verdict = match &outcome {
+                        smt::Outcome::Unsat => "unsat",
+                        smt::Outcome::Sat { .. } => "sat",
+                        smt::Outcome::Unknown(_) => "unknown",
+                    };
+                    eprintln!("pair {i} {j}: {verdict} in {ms} ms");
+                }
+                stats.solved += 1;
+                stats.solver_ms += ms;
+                stats.slowest_ms = stats.slowest_ms.max(ms);
+                match outcome {
+                    smt::Outcome::Unsat => {}
+                    smt::Outcome::Unknown(reason) => {
+                        stats.unknown += 1;
+                        self.unknowns.push(UnknownItem {
+                            reason: format!("the solver could not decide whether these accesses race ({reason})"),
+                            span: a.span,
+                        });
+                    }
+                    smt::Outcome::Sat {
+                        witness,
+                        input_dependent,
+                    } => {
+                        stats.sat += 1;
+                        let space = self.kernel.objects[a.object.index()].space;
+                        self.alarm(
+                            smt::Found {
+                                first: i,
+                                second: j,
+                                witness,
+                                input_dependent,
+                            },
+                            space,
+                        );
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+fn ordered<T: Ord>(a: T, b: T) -> (T, T) {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}

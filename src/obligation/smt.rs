@@ -1,0 +1,1534 @@
+//! The only user of Z3: encodes obligations over two thread instances of an
+//! access model and asks for a model (a witness).
+//!
+//! **Arithmetic.** Every integer value is encoded as the mathematical integer
+//! its C type holds (linear integer arithmetic), not as a bit-vector: index
+//! code is affine, and Z3 proves affine facts with the simplex in
+//! milliseconds where bit-blasting 64-bit adders and comparators takes
+//! seconds (measured on ggml's `row * ncols + col` obligations: 7 ms against
+//! 1.2–1.8 s). Exactness is kept explicitly:
+//! - an operation whose result can leave its type's range (a static interval
+//!   analysis decides) wraps: `v = r − q·2^n` with `v` in range. Signed
+//!   overflow is undefined in C++, so where the program surely evaluates the
+//!   operation (an address, a path condition) `q = 0` is asserted;
+//! - `/`, `%`, `>>` by constants truncate or floor as C does; `& (2^m − 1)` is
+//!   a modulus; `~x` is `−x − 1`;
+//! - other bitwise operations and shifts by variables go through
+//!   bit-vectors (`int2bv`, `bv2int`), exact but slower, only where they occur;
+//! - a product of two non-constant values is a fresh integer with linear
+//!   facts (McCormick envelopes from static bounds, monotonicity between
+//!   products that share a factor); a model that violates the true product is
+//!   refined by adding it (nonlinear, rarely needed). Division by a variable
+//!   is treated the same way.
+//!
+//! Floating-point and opaque values are integers under uninterpreted
+//! functions: equal inputs give equal results, nothing more.
+
+use std::collections::{HashMap, HashSet};
+
+use z3::ast::{Ast, Bool, Dynamic, Int, BV};
+use z3::{FuncDecl, Params, SatResult, Solver, Sort};
+
+use crate::ir::access::{AccessModel, AccessRecord, Origin, Scope};
+use crate::ir::term::{symbols_of, SymbolId, Term, TermKind};
+use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, UnOp};
+use crate::verdict::{ThreadWitness, Witness};
+
+/// What one solver call concluded.
+pub enum Outcome {
+    /// No two threads conflict.
+    Unsat,
+    /// A conflict, with its witness and whether loaded data decided it.
+    Sat { witness: Witness, input_dependent: bool },
+    /// The solver gave up (timeout, incomplete theory).
+    Unknown(String),
+}
+
+/// A conflict between two records (indices into the model's records).
+pub struct Found {
+    pub first: usize,
+    pub second: usize,
+    pub witness: Witness,
+    pub input_dependent: bool,
+}
+
+/// What deciding a group of accesses concluded.
+pub enum GroupOutcome {
+    /// Every conflict (up to the limit) is found.
+    Done(Vec<Found>),
+    /// The solver gave up after finding these.
+    Unknown(String, Vec<Found>),
+}
+
+/// The launch facts every obligation of a kernel shares.
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    pub block_dim: Option<[u32; 3]>,
+    pub grid_dim: Option<[u32; 3]>,
+    /// `__launch_bounds__` maximum threads per block, when constant.
+    pub max_threads: Option<u64>,
+    /// Dimensions of the block (of the grid) taken to be 1: the kernel never
+    /// mentions them, so a launch that spans them only duplicates work.
+    pub unit_block: [bool; 3],
+    pub unit_grid: [bool; 3],
+}
+
+/// Block extents allowed per dimension by CUDA.
+const BLOCK_LIMIT: [i128; 3] = [1024, 1024, 64];
+/// Loop counters stay below 2^31 (`grammar/SUBSET.md`).
+const COUNTER_MAX: i128 = (1 << 31) - 1;
+
+/// `p = x * y` for two non-constant factors: a fresh value with linear facts.
+struct Product {
+    x: Int,
+    y: Int,
+    p: Int,
+    exact: bool,
+}
+
+/// `q = x / y`, `r = x % y` (C semantics) for a non-constant divisor.
+struct Division {
+    x: Int,
+    y: Int,
+    q: Int,
+    r: Int,
+    exact: bool,
+}
+
+/// An inclusive interval of values; `None` bounds are unbounded.
+type Interval = Option<(i128, i128)>;
+
+fn range_of(ty: ScalarTy) -> Interval {
+    match ty {
+        ScalarTy::Int { bits, signed } if bits < 127 => Some(if signed {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        } else {
+            (0, (1i128 << bits) - 1)
+        }),
+        ScalarTy::Bool => Some((0, 1)),
+        _ => None,
+    }
+}
+
+fn within(inner: Interval, outer: Interval) -> bool {
+    match (inner, outer) {
+        (_, None) => true,
+        (Some((a, b)), Some((c, d))) => c <= a && b <= d,
+        (None, Some(_)) => false,
+    }
+}
+
+fn hull(a: Interval, b: Interval) -> Interval {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+        _ => None,
+    }
+}
+
+fn corners(a: (i128, i128), b: (i128, i128), f: impl Fn(i128, i128) -> Option<i128>) -> Interval {
+    let vals = [f(a.0, b.0)?, f(a.0, b.1)?, f(a.1, b.0)?, f(a.1, b.1)?];
+    Some((*vals.iter().min()?, *vals.iter().max()?))
+}
+
+/// C's truncating division and remainder.
+fn c_div(x: i128, y: i128) -> Option<(i128, i128)> {
+    if y == 0 {
+        return None;
+    }
+    let q = x / y;
+    Some((q, x - q * y))
+}
+
+fn sort_of(ty: ScalarTy) -> Sort {
+    match ty {
+        ScalarTy::Bool => Sort::bool(),
+        _ => Sort::int(),
+    }
+}
+
+fn int(v: i128) -> Int {
+    Int::from_i128(v)
+}
+
+/// The identity of a Z3 term (Z3 hash-conses terms: equal terms are one node).
+fn ast_id(a: &Int) -> usize {
+    a.get_z3_ast().as_ptr() as usize
+}
+
+/// Encodes terms of one model for two thread instances (0 and 1).
+pub struct Encoder<'a> {
+    kernel: &'a Kernel,
+    model: &'a AccessModel,
+    shape: Shape,
+    timeout_ms: u64,
+    /// Per solver session: encodings, definitions, abstractions.
+    cache: HashMap<(u32, usize), Dynamic>,
+    defs: Vec<Bool>,
+    declared: HashSet<String>,
+    wraps: HashMap<(u32, usize), Int>,
+    products: Vec<Product>,
+    divisions: Vec<Division>,
+    /// The linear thread index of each instance (per session).
+    ltid: [Option<Int>; 2],
+    funcs: HashMap<String, FuncDecl>,
+    /// Static value intervals of terms, by id (the same for both threads).
+    intervals: HashMap<u32, Interval>,
+    /// Objects no record writes: loads from them are functions of the address.
+    read_only: Vec<bool>,
+    /// Symbols of each record, with the symbols their facts mention.
+    record_symbols: HashMap<usize, Vec<SymbolId>>,
+}
+
+impl<'a> Encoder<'a> {
+    pub fn new(kernel: &'a Kernel, model: &'a AccessModel, shape: Shape, timeout_ms: u64) -> Encoder<'a> {
+        let mut read_only = vec![true; kernel.objects.len()];
+        let mut untraced_writes = HashSet::new();
+        for r in &model.records {
+            if r.kind.writes() {
+                read_only[r.object.index()] = false;
+                let o = &kernel.objects[r.object.index()];
+                if o.kind == crate::ir::ObjectKind::Untraced {
+                    untraced_writes.insert(o.space);
+                }
+            }
+        }
+        for (i, o) in kernel.objects.iter().enumerate() {
+            if untraced_writes.contains(&o.space) {
+                read_only[i] = false;
+            }
+        }
+        Encoder {
+            kernel,
+            model,
+            shape,
+            timeout_ms,
+            cache: HashMap::new(),
+            defs: Vec::new(),
+            declared: HashSet::new(),
+            wraps: HashMap::new(),
+            products: Vec::new(),
+            divisions: Vec::new(),
+            ltid: [None, None],
+            funcs: HashMap::new(),
+            intervals: HashMap::new(),
+            read_only,
+            record_symbols: HashMap::new(),
+        }
+    }
+
+    /// Starts a new solver session: encodings and abstractions are per solver.
+    fn begin(&mut self) {
+        self.cache.clear();
+        self.defs.clear();
+        self.declared.clear();
+        self.wraps.clear();
+        self.products.clear();
+        self.divisions.clear();
+        self.ltid = [None, None];
+    }
+
+    fn new_solver(&self) -> Solver {
+        let solver = Solver::new();
+        let mut params = Params::new();
+        params.set_u32("timeout", self.timeout_ms.min(u32::MAX as u64) as u32);
+        solver.set_params(&params);
+        solver
+    }
+
+    // ----- static intervals
+
+    fn block_max(&self, i: usize) -> i128 {
+        match self.shape.block_dim {
+            Some(b) => b[i].max(1) as i128,
+            None if self.shape.unit_block[i] => 1,
+            None => BLOCK_LIMIT[i].min(self.shape.max_threads.unwrap_or(1024) as i128),
+        }
+    }
+
+    fn grid_max(&self, i: usize) -> i128 {
+        match self.shape.grid_dim {
+            Some(g) => g[i].max(1) as i128,
+            None if self.shape.unit_grid[i] => 1,
+            // The grid spans fewer than 2^31 threads along a dimension.
+            None if i == 0 => ((1i128 << 31) - 1) / self.block_max(0).max(1),
+            None => 65535,
+        }
+    }
+
+    fn builtin_interval(&self, b: Builtin) -> Interval {
+        Some(match b {
+            Builtin::ThreadIdx(d) => (0, self.block_max(d as usize) - 1),
+            Builtin::BlockDim(d) => (1, self.block_max(d as usize)),
+            Builtin::BlockIdx(d) => (0, self.grid_max(d as usize) - 1),
+            Builtin::GridDim(d) => (1, self.grid_max(d as usize)),
+            Builtin::WarpSize => (self.model.warp_size as i128, self.model.warp_size as i128),
+        })
+    }
+
+    fn symbol_interval(&self, s: SymbolId) -> Interval {
+        let info = self.model.symbol(s);
+        match info.origin {
+            Origin::Counter { .. } | Origin::ExitCount { .. } => Some((0, COUNTER_MAX)),
+            _ => range_of(info.ty),
+        }
+    }
+
+    /// The values `t` can take in C (after any wrap-around).
+    fn interval(&mut self, t: &Term) -> Interval {
+        if let Some(i) = self.intervals.get(&t.id) {
+            return *i;
+        }
+        let raw = self.raw_interval(t);
+        let ty = range_of(t.ty);
+        let out = if within(raw, ty) { raw } else { ty };
+        self.intervals.insert(t.id, out);
+        out
+    }
+
+    /// The values of `t`'s operation computed exactly (before wrapping).
+    fn raw_interval(&mut self, t: &Term) -> Interval {
+        match &t.kind {
+            TermKind::Int(v) => Some((*v, *v)),
+            TermKind::Bool(_) => Some((0, 1)),
+            TermKind::Builtin(b) => self.builtin_interval(*b),
+            TermKind::Symbol(s) => self.symbol_interval(*s),
+            TermKind::Param(_) | TermKind::Sym(_) => range_of(t.ty),
+            TermKind::Cast(a) => {
+                if t.ty == ScalarTy::Bool || !t.ty.is_int() {
+                    return range_of(t.ty);
+                }
+                match a.ty {
+                    ScalarTy::Int { .. } | ScalarTy::Bool => self.interval(a),
+                    _ => range_of(t.ty),
+                }
+            }
+            TermKind::Unary(UnOp::Neg, a) if t.ty.is_int() => self.interval(a).map(|(l, h)| (-h, -l)),
+            TermKind::Unary(UnOp::BitNot, a) if t.ty.is_int() => {
+                let (l, h) = self.interval(a)?;
+                match t.ty {
+                    ScalarTy::Int { signed: true, .. } => Some((-h - 1, -l - 1)),
+                    _ => range_of(t.ty),
+                }
+            }
+            TermKind::Binary(op, opty, a, b) if opty.is_int() && !op.is_comparison() && !op.is_logical() => {
+                let (x, y) = (self.interval(a), self.interval(b));
+                let (Some(x), Some(y)) = (x, y) else {
+                    return range_of(t.ty);
+                };
+                match op {
+                    BinOp::Add => Some((x.0.checked_add(y.0)?, x.1.checked_add(y.1)?)),
+                    BinOp::Sub => Some((x.0.checked_sub(y.1)?, x.1.checked_sub(y.0)?)),
+                    BinOp::Mul => corners(x, y, |p, q| p.checked_mul(q)),
+                    BinOp::Div if y.0 == y.1 && y.0 != 0 => corners(x, y, |p, q| c_div(p, q).map(|r| r.0)),
+                    BinOp::Rem if y.0 == y.1 && y.0 != 0 => {
+                        let c = y.0.abs() - 1;
+                        Some(if x.0 >= 0 { (0, c.min(x.1)) } else { (-c, c) })
+                    }
+                    BinOp::Shr if y.0 == y.1 && (0..127).contains(&y.0) => Some((x.0 >> y.0, x.1 >> y.0)),
+                    BinOp::Shl if y.0 == y.1 && (0..64).contains(&y.0) => {
+                        Some((x.0.checked_mul(1 << y.0)?, x.1.checked_mul(1 << y.0)?))
+                    }
+                    BinOp::BitAnd if x.0 >= 0 || y.0 >= 0 => {
+                        let m = if x.0 >= 0 && y.0 >= 0 { x.1.min(y.1) } else { x.1.max(y.1) };
+                        Some((0, m))
+                    }
+                    BinOp::Min => Some((x.0.min(y.0), x.1.min(y.1))),
+                    BinOp::Max => Some((x.0.max(y.0), x.1.max(y.1))),
+                    _ => range_of(t.ty),
+                }
+            }
+            TermKind::Select(_, a, b) => {
+                let (x, y) = (self.interval(a), self.interval(b));
+                hull(x, y)
+            }
+            _ => range_of(t.ty),
+        }
+    }
+
+    // ----- leaves
+
+    fn declare(&mut self, name: &str, interval: Interval) -> Int {
+        let v = Int::new_const(name);
+        if self.declared.insert(name.to_string()) {
+            if let Some((lo, hi)) = interval {
+                self.defs.push(v.ge(int(lo)));
+                self.defs.push(v.le(int(hi)));
+            }
+        }
+        v
+    }
+
+    fn builtin(&mut self, b: Builtin, inst: usize) -> Int {
+        let name = match b {
+            Builtin::ThreadIdx(d) => format!("tid.{}@{inst}", d.name()),
+            Builtin::BlockIdx(d) => format!("bid.{}@{inst}", d.name()),
+            Builtin::BlockDim(d) => format!("blockDim.{}", d.name()),
+            Builtin::GridDim(d) => format!("gridDim.{}", d.name()),
+            Builtin::WarpSize => return int(self.model.warp_size as i128),
+        };
+        let i = self.builtin_interval(b);
+        self.declare(&name, i)
+    }
+
+    fn tid(&mut self, d: Dim, inst: usize) -> Int {
+        self.builtin(Builtin::ThreadIdx(d), inst)
+    }
+
+    fn bid(&mut self, d: Dim, inst: usize) -> Int {
+        self.builtin(Builtin::BlockIdx(d), inst)
+    }
+
+    fn leaf(&mut self, name: String, ty: ScalarTy, interval: Interval) -> Dynamic {
+        if ty == ScalarTy::Bool {
+            return Dynamic::from_ast(&Bool::new_const(name));
+        }
+        Dynamic::from_ast(&self.declare(&name, interval))
+    }
+
+    fn symbol_const(&mut self, s: SymbolId, inst: usize) -> Dynamic {
+        let info = self.model.symbol(s);
+        let (name, ty) = (format!("{}@{inst}", info.name), info.ty);
+        let i = self.symbol_interval(s);
+        self.leaf(name, ty, i)
+    }
+
+    fn param_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
+        self.leaf(format!("param{i}"), ty, range_of(ty))
+    }
+
+    fn sym_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
+        self.leaf(format!("sym{i}"), ty, range_of(ty))
+    }
+
+    /// An uninterpreted function of `args` with the sort of `ty`.
+    fn uf(&mut self, name: &str, args: &[Dynamic], ty: ScalarTy) -> Dynamic {
+        let domain: Vec<Sort> = args.iter().map(|a| a.get_sort()).collect();
+        let range = sort_of(ty);
+        let key = format!("{name}:{domain:?}->{range:?}");
+        let f = self.funcs.entry(key).or_insert_with(|| {
+            let refs: Vec<&Sort> = domain.iter().collect();
+            FuncDecl::new(name, &refs, &range)
+        });
+        let refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
+        let out = f.apply(&refs);
+        if let (Some(i), Some((lo, hi))) = (out.as_int(), range_of(ty)) {
+            if ty != ScalarTy::Bool {
+                self.defs.push(i.ge(int(lo)));
+                self.defs.push(i.le(int(hi)));
+            }
+        }
+        out
+    }
+
+    // ----- terms
+
+    fn as_int(d: Dynamic) -> Int {
+        match d.as_int() {
+            Some(i) => i,
+            None => {
+                let b = d.as_bool().expect("bool or int");
+                b.ite(&int(1), &int(0))
+            }
+        }
+    }
+
+    fn as_bool(d: Dynamic) -> Bool {
+        match d.as_bool() {
+            Some(b) => b,
+            None => d.as_int().expect("bool or int").eq(int(0)).not(),
+        }
+    }
+
+    /// Encodes `t` for thread instance `inst`.
+    pub fn enc(&mut self, t: &Term, inst: usize) -> Dynamic {
+        if let Some(d) = self.cache.get(&(t.id, inst)) {
+            return d.clone();
+        }
+        let out = self.enc_node(t, inst);
+        self.cache.insert((t.id, inst), out.clone());
+        out
+    }
+
+    fn enc_bool(&mut self, t: &Term, inst: usize) -> Bool {
+        let d = self.enc(t, inst);
+        Self::as_bool(d)
+    }
+
+    fn enc_int(&mut self, t: &Term, inst: usize) -> Int {
+        let d = self.enc(t, inst);
+        Self::as_int(d)
+    }
+
+    /// The value of `r` (exact result of `t`'s operation) in `t`'s type,
+    /// wrapping around when the static interval says it can leave it.
+    fn wrap(&mut self, t: &Term, inst: usize, r: Int) -> Int {
+        let raw = self.raw_interval(t);
+        let Some((lo, hi)) = range_of(t.ty) else { return r };
+        if within(raw, Some((lo, hi))) {
+            return r;
+        }
+        let v = Int::fresh_const("wrap");
+        let q = Int::fresh_const("q");
+        let modulus = int(hi - lo + 1);
+        self.defs.push(r.eq(Int::add(&[v.clone(), Int::mul(&[q.clone(), modulus])])));
+        self.defs.push(v.ge(int(lo)));
+        self.defs.push(v.le(int(hi)));
+        self.wraps.insert((t.id, inst), q);
+        v
+    }
+
+    fn enc_node(&mut self, t: &Term, inst: usize) -> Dynamic {
+        let ty = t.ty;
+        match &t.kind {
+            TermKind::Int(v) => match ty {
+                ScalarTy::Bool => Dynamic::from_ast(&Bool::from_bool(*v != 0)),
+                _ => Dynamic::from_ast(&int(*v)),
+            },
+            TermKind::Bool(b) => Dynamic::from_ast(&Bool::from_bool(*b)),
+            TermKind::Float(bits) => Dynamic::from_ast(&int(*bits as i128)),
+            TermKind::Builtin(b) => Dynamic::from_ast(&self.builtin(*b, inst)),
+            TermKind::Param(i) => self.param_const(*i, ty),
+            TermKind::Sym(s) => self.sym_const(s.0, ty),
+            TermKind::Symbol(s) => self.symbol_const(*s, inst),
+            TermKind::Unary(op, a) => match (op, ty) {
+                (UnOp::Not, _) | (UnOp::BitNot, ScalarTy::Bool) => Dynamic::from_ast(&self.enc_bool(a, inst).not()),
+                (UnOp::Neg, ScalarTy::Int { .. }) => {
+                    let x = self.enc_int(a, inst);
+                    Dynamic::from_ast(&self.wrap(t, inst, x.unary_minus()))
+                }
+                (UnOp::BitNot, ScalarTy::Int { signed, .. }) => {
+                    let x = self.enc_int(a, inst);
+                    let r = if signed {
+                        Int::sub(&[x.unary_minus(), int(1)])
+                    } else {
+                        let hi = range_of(ty).map_or(0, |r| r.1);
+                        Int::sub(&[int(hi), x])
+                    };
+                    Dynamic::from_ast(&r)
+                }
+                _ => {
+                    let x = self.enc(a, inst);
+                    self.uf(&format!("{op:?}"), &[x], ty)
+                }
+            },
+            TermKind::Binary(op, opty, a, b) => self.enc_binary(t, *op, *opty, a, b, inst),
+            TermKind::Select(c, a, b) => {
+                let c = self.enc_bool(c, inst);
+                let x = self.enc(a, inst);
+                let y = self.enc(b, inst);
+                if x.get_sort() == y.get_sort() {
+                    c.ite(&x, &y)
+                } else if ty == ScalarTy::Bool {
+                    Dynamic::from_ast(&c.ite(&Self::as_bool(x), &Self::as_bool(y)))
+                } else {
+                    Dynamic::from_ast(&c.ite(&Self::as_int(x), &Self::as_int(y)))
+                }
+            }
+            TermKind::Cast(a) => self.enc_cast(t, a, inst),
+            TermKind::Opaque(op, args) => {
+                let xs: Vec<Dynamic> = args.iter().map(|a| self.enc(a, inst)).collect();
+                self.uf(&format!("op{}", op.0), &xs, ty)
+            }
+        }
+    }
+
+    fn enc_cast(&mut self, t: &Term, a: &Term, inst: usize) -> Dynamic {
+        let (from, to) = (a.ty, t.ty);
+        match (from, to) {
+            (ScalarTy::Int { .. } | ScalarTy::Bool, ScalarTy::Bool) => Dynamic::from_ast(&self.enc_bool(a, inst)),
+            (ScalarTy::Bool, ScalarTy::Int { .. }) => Dynamic::from_ast(&self.enc_int(a, inst)),
+            (ScalarTy::Int { .. }, ScalarTy::Int { .. }) => {
+                // Conversions are modular (never undefined): wrap when needed.
+                let x = self.enc_int(a, inst);
+                if self.model.no_wrap.contains(&t.id) {
+                    return Dynamic::from_ast(&x);
+                }
+                Dynamic::from_ast(&self.wrap(t, inst, x))
+            }
+            _ => {
+                let x = self.enc(a, inst);
+                let name = format!("cast.{}.{}", crate::ir::term::ty_name(from), crate::ir::term::ty_name(to));
+                self.uf(&name, &[x], to)
+            }
+        }
+    }
+
+    fn enc_binary(&mut self, t: &Term, op: BinOp, opty: ScalarTy, a: &Term, b: &Term, inst: usize) -> Dynamic {
+        let ty = t.ty;
+        if op.is_logical() {
+            let x = self.enc_bool(a, inst);
+            let y = self.enc_bool(b, inst);
+            return Dynamic::from_ast(&match op {
+                BinOp::And => Bool::and(&[x, y]),
+                _ => Bool::or(&[x, y]),
+            });
+        }
+        match opty {
+            ScalarTy::Int { bits, signed } => {
+                let x = self.enc_int(a, inst);
+                let y = self.enc_int(b, inst);
+                let (ca, cb) = (a.as_int(), b.as_int());
+                let d = |i: Int| Dynamic::from_ast(&i);
+                let out = match op {
+                    BinOp::Add => {
+                        let r = Int::add(&[x, y]);
+                        d(self.wrap(t, inst, r))
+                    }
+                    BinOp::Sub => {
+                        let r = Int::sub(&[x, y]);
+                        d(self.wrap(t, inst, r))
+                    }
+                    BinOp::Mul if ca.is_some() || cb.is_some() => {
+                        let r = Int::mul(&[x, y]);
+                        d(self.wrap(t, inst, r))
+                    }
+                    BinOp::Mul => {
+                        let (ia, ib) = (self.interval(a), self.interval(b));
+                        let p = self.product(x, y, ia, ib);
+                        d(self.wrap(t, inst, p))
+                    }
+                    BinOp::Div | BinOp::Rem => {
+                        let (q, r) = match cb {
+                            Some(c) if c != 0 => self.div_const(a, x, c),
+                            _ => self.division(x, y),
+                        };
+                        let v = if op == BinOp::Div { q } else { r };
+                        d(self.wrap(t, inst, v))
+                    }
+                    BinOp::Shl if cb.is_some_and(|c| (0..bits as i128).contains(&c)) => {
+                        let r = Int::mul(&[x, int(1i128 << cb.unwrap_or(0))]);
+                        d(self.wrap(t, inst, r))
+                    }
+                    // `>>` by a constant: floor division (arithmetic for signed).
+                    BinOp::Shr if cb.is_some_and(|c| (0..bits as i128).contains(&c)) => {
+                        d(x.div(int(1i128 << cb.unwrap_or(0))))
+                    }
+                    BinOp::BitAnd if low_mask(cb) || low_mask(ca) => {
+                        let m = if low_mask(cb) { cb } else { ca }.unwrap_or(0);
+                        let v = if low_mask(cb) { x } else { y };
+                        d(v.modulo(int(m + 1)))
+                    }
+                    BinOp::Shl | BinOp::Shr | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                        d(self.via_bits(op, x, y, bits as u32, signed))
+                    }
+                    BinOp::Eq => Dynamic::from_ast(&x.eq(&y)),
+                    BinOp::Ne => Dynamic::from_ast(&x.eq(&y).not()),
+                    BinOp::Lt => Dynamic::from_ast(&x.lt(&y)),
+                    BinOp::Le => Dynamic::from_ast(&x.le(&y)),
+                    BinOp::Gt => Dynamic::from_ast(&x.gt(&y)),
+                    BinOp::Ge => Dynamic::from_ast(&x.ge(&y)),
+                    BinOp::Min => Dynamic::from_ast(&x.lt(&y).ite(&x, &y)),
+                    BinOp::Max => Dynamic::from_ast(&x.lt(&y).ite(&y, &x)),
+                    BinOp::And | BinOp::Or => unreachable!("logical operators are handled above"),
+                };
+                out
+            }
+            ScalarTy::Bool => {
+                let x = self.enc_bool(a, inst);
+                let y = self.enc_bool(b, inst);
+                match op {
+                    BinOp::Eq => Dynamic::from_ast(&x.iff(&y)),
+                    BinOp::Ne | BinOp::BitXor => Dynamic::from_ast(&x.xor(&y)),
+                    BinOp::BitAnd | BinOp::Min => Dynamic::from_ast(&Bool::and(&[x, y])),
+                    BinOp::BitOr | BinOp::Max => Dynamic::from_ast(&Bool::or(&[x, y])),
+                    _ => {
+                        let xs = [Dynamic::from_ast(&x), Dynamic::from_ast(&y)];
+                        self.uf(&format!("bool.{op:?}"), &xs, ty)
+                    }
+                }
+            }
+            _ => {
+                let x = self.enc(a, inst);
+                let y = self.enc(b, inst);
+                let name = format!("{}.{op:?}", crate::ir::term::ty_name(opty));
+                self.uf(&name, &[x, y], ty)
+            }
+        }
+    }
+
+    /// C division and remainder by a non-zero constant.
+    fn div_const(&mut self, a: &Term, x: Int, c: i128) -> (Int, Int) {
+        let nonneg = self.interval(a).is_some_and(|(lo, _)| lo >= 0);
+        let (m, neg) = (int(c.abs()), c < 0);
+        // Floor division equals truncation for x ≥ 0.
+        let trunc = if nonneg {
+            x.div(&m)
+        } else {
+            x.ge(int(0)).ite(&x.div(&m), &x.unary_minus().div(&m).unary_minus())
+        };
+        let q = if neg { trunc.unary_minus() } else { trunc };
+        let r = Int::sub(&[x, Int::mul(&[q.clone(), int(c)])]);
+        (q, r)
+    }
+
+    /// A bitwise operation through bit-vectors of the type's width.
+    fn via_bits(&mut self, op: BinOp, x: Int, y: Int, bits: u32, signed: bool) -> Int {
+        let bx = BV::from_int(&x, bits);
+        let by = BV::from_int(&y, bits);
+        let r = match op {
+            BinOp::Shl => bx.bvshl(&by),
+            BinOp::Shr if signed => bx.bvashr(&by),
+            BinOp::Shr => bx.bvlshr(&by),
+            BinOp::BitAnd => bx.bvand(&by),
+            BinOp::BitOr => bx.bvor(&by),
+            _ => bx.bvxor(&by),
+        };
+        Int::from_bv(&r, signed)
+    }
+
+    /// A product of two non-constant factors: fresh, with McCormick envelopes
+    /// from the factors' static intervals.
+    fn product(&mut self, x: Int, y: Int, ix: Interval, iy: Interval) -> Int {
+        // A factor with one possible value: a linear product.
+        match (ix, iy) {
+            (Some((a, b)), _) if a == b => return Int::mul(&[int(a), y]),
+            (_, Some((a, b))) if a == b => return Int::mul(&[int(a), x]),
+            _ => {}
+        }
+        let p = Int::fresh_const("mul");
+        if let (Some((xl, xh)), Some((yl, yh))) = (ix, iy) {
+            let lin = |cx: i128, cy: i128, c: i128| {
+                Int::add(&[Int::mul(&[int(cx), y.clone()]), Int::mul(&[int(cy), x.clone()]), int(-c)])
+            };
+            if let (Some(c1), Some(c2), Some(c3), Some(c4)) = (
+                xl.checked_mul(yl),
+                xh.checked_mul(yh),
+                xh.checked_mul(yl),
+                xl.checked_mul(yh),
+            ) {
+                self.defs.push(p.ge(lin(xl, yl, c1)));
+                self.defs.push(p.ge(lin(xh, yh, c2)));
+                self.defs.push(p.le(lin(xh, yl, c3)));
+                self.defs.push(p.le(lin(xl, yh, c4)));
+            }
+        }
+        self.defs.push(Bool::or(&[x.eq(int(0)), y.eq(int(0))]).implies(&p.eq(int(0))));
+        self.defs.push(x.eq(int(1)).implies(&p.eq(&y)));
+        self.defs.push(y.eq(int(1)).implies(&p.eq(&x)));
+        self.products.push(Product {
+            x,
+            y,
+            p: p.clone(),
+            exact: false,
+        });
+        p
+    }
+
+    /// C division by a non-constant divisor: fresh quotient and remainder with
+    /// the facts of non-negative operands; refined when a model needs it.
+    fn division(&mut self, x: Int, y: Int) -> (Int, Int) {
+        let q = Int::fresh_const("div");
+        let r = Int::fresh_const("rem");
+        let zero = int(0);
+        let pos = Bool::and(&[x.ge(&zero), y.gt(&zero)]);
+        self.defs.push(pos.implies(&Bool::and(&[q.ge(&zero), q.le(&x), r.ge(&zero), r.lt(&y), r.le(&x)])));
+        self.defs.push(Bool::and(&[pos.clone(), x.lt(&y)]).implies(&Bool::and(&[q.eq(&zero), r.eq(&x)])));
+        self.defs.push(y.eq(int(1)).implies(&Bool::and(&[q.eq(&x), r.eq(&zero)])));
+        self.divisions.push(Division {
+            x,
+            y,
+            q: q.clone(),
+            r: r.clone(),
+            exact: false,
+        });
+        (q, r)
+    }
+
+    /// Monotonicity of products that share a factor: `x < u ⇒ x*c + c ≤ u*c`
+    /// for `c ≥ 0` (and the mirror for `c ≤ 0`).
+    fn product_lemmas(&self) -> Vec<Bool> {
+        let mut out = Vec::new();
+        for (i, a) in self.products.iter().enumerate() {
+            for b in &self.products[i + 1..] {
+                let pairs = [
+                    (&a.x, &a.y, &b.x, &b.y),
+                    (&a.y, &a.x, &b.x, &b.y),
+                    (&a.x, &a.y, &b.y, &b.x),
+                    (&a.y, &a.x, &b.y, &b.x),
+                ];
+                for (c1, x, c2, u) in pairs {
+                    if ast_id(c1) != ast_id(c2) {
+                        continue;
+                    }
+                    let c = c1;
+                    let zero = int(0);
+                    out.push(x.eq(u).implies(&a.p.eq(&b.p)));
+                    let pos = c.ge(&zero);
+                    let neg = c.le(&zero);
+                    let sum = |p: &Int| Int::add(&[p.clone(), c.clone()]);
+                    let diff = |p: &Int| Int::sub(&[p.clone(), c.clone()]);
+                    out.push(Bool::and(&[pos.clone(), x.lt(u)]).implies(&sum(&a.p).le(&b.p)));
+                    out.push(Bool::and(&[pos, u.lt(x)]).implies(&sum(&b.p).le(&a.p)));
+                    out.push(Bool::and(&[neg.clone(), x.lt(u)]).implies(&diff(&b.p).le(&a.p)));
+                    out.push(Bool::and(&[neg, u.lt(x)]).implies(&diff(&a.p).le(&b.p)));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    fn model_int(m: &z3::Model, v: &Int) -> Option<i128> {
+        m.eval(v, true).and_then(|x| x.as_i128())
+    }
+
+    /// Rules out the model's wrong abstraction values: at the model's value
+    /// of one factor the product is linear in the other (a linear lemma, as
+    /// incremental linearisation does); with `exact`, the nonlinear definition
+    /// itself. False when the model is exact.
+    fn refine(&mut self, m: &z3::Model, solver: &Solver, exact: bool) -> bool {
+        let mut refined = false;
+        let zero = int(0);
+        for pr in &mut self.products {
+            if pr.exact {
+                continue;
+            }
+            let (x, y, p) = (Self::model_int(m, &pr.x), Self::model_int(m, &pr.y), Self::model_int(m, &pr.p));
+            let (Some(xv), Some(yv), Some(pv)) = (x, y, p) else {
+                continue;
+            };
+            if xv.checked_mul(yv) == Some(pv) {
+                continue;
+            }
+            refined = true;
+            if exact {
+                pr.exact = true;
+                solver.assert(&pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
+            } else {
+                solver.assert(&pr.x.eq(int(xv)).implies(&pr.p.eq(Int::mul(&[int(xv), pr.y.clone()]))));
+                solver.assert(&pr.y.eq(int(yv)).implies(&pr.p.eq(Int::mul(&[int(yv), pr.x.clone()]))));
+            }
+        }
+        for dv in &mut self.divisions {
+            if dv.exact {
+                continue;
+            }
+            let vals = (
+                Self::model_int(m, &dv.x),
+                Self::model_int(m, &dv.y),
+                Self::model_int(m, &dv.q),
+                Self::model_int(m, &dv.r),
+            );
+            let (Some(xv), Some(yv), Some(qv), Some(rv)) = vals else {
+                continue;
+            };
+            if yv == 0 || c_div(xv, yv) == Some((qv, rv)) {
+                continue;
+            }
+            refined = true;
+            let (x, y, q, r) = (&dv.x, &dv.y, &dv.q, &dv.r);
+            let abs = |v: &Int| v.ge(&zero).ite(v, &v.unary_minus());
+            // x = q*y + r, |r| < |y|, r has the sign of x (C truncation).
+            let definition = |qy: Int| {
+                Bool::and(&[
+                    x.eq(Int::add(&[qy, r.clone()])),
+                    abs(r).lt(abs(y)),
+                    x.ge(&zero).implies(&r.ge(&zero)),
+                    x.lt(&zero).implies(&r.le(&zero)),
+                ])
+            };
+            if exact {
+                dv.exact = true;
+                let qy = Int::mul(&[q.clone(), y.clone()]);
+                solver.assert(&y.eq(&zero).not().implies(&definition(qy)));
+            } else {
+                let qy = Int::mul(&[int(yv), q.clone()]);
+                solver.assert(&y.eq(int(yv)).implies(&definition(qy)));
+            }
+        }
+        refined
+    }
+
+    /// Checks `solver`, refining abstractions until a model is exact.
+    fn solve(&mut self, solver: &Solver) -> (SatResult, Option<z3::Model>) {
+        const LINEAR_ROUNDS: usize = 16;
+        for round in 0..=LINEAR_ROUNDS {
+            let r = solver.check();
+            if r != SatResult::Sat {
+                return (r, None);
+            }
+            let Some(m) = solver.get_model() else {
+                return (SatResult::Unknown, None);
+            };
+            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                eprintln!("  round {round}: sat");
+            }
+            if !self.refine(&m, solver, round == LINEAR_ROUNDS) {
+                return (r, Some(m));
+            }
+        }
+        let r = solver.check();
+        let m = if r == SatResult::Sat { solver.get_model() } else { None };
+        (r, m)
+    }
+
+    /// "No signed overflow" for the signed `+ - * <<` and negations that
+    /// evaluating `t` surely performs (not under `?:` or `||`): their wrap
+    /// quotient is 0.
+    fn no_overflow(&mut self, t: &Term, inst: usize, seen: &mut HashSet<u32>, out: &mut Vec<Bool>) {
+        if !seen.insert(t.id) {
+            return;
+        }
+        let signed = matches!(t.ty, ScalarTy::Int { signed: true, .. });
+        match &t.kind {
+            TermKind::Binary(op, opty, a, b) => {
+                let arithmetic = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl);
+                if signed && arithmetic {
+                    if let Some(q) = self.wraps.get(&(t.id, inst)) {
+                        out.push(q.eq(int(0)));
+                    }
+                }
+                let descend = op.is_comparison()
+                    || *op == BinOp::And
+                    || matches!(
+                        op,
+                        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Shl | BinOp::Shr
+                    );
+                if descend && (opty.is_int() || *op == BinOp::And) {
+                    self.no_overflow(a, inst, seen, out);
+                    self.no_overflow(b, inst, seen, out);
+                }
+            }
+            TermKind::Unary(UnOp::Neg, a) => {
+                if signed {
+                    if let Some(q) = self.wraps.get(&(t.id, inst)) {
+                        out.push(q.eq(int(0)));
+                    }
+                }
+                self.no_overflow(a, inst, seen, out);
+            }
+            TermKind::Cast(a) if a.ty.is_int() => self.no_overflow(a, inst, seen, out),
+            _ => {}
+        }
+    }
+
+    /// The symbols a record's terms mention, closed under the terms their facts use.
+    fn symbols_of_record(&mut self, index: usize) -> Vec<SymbolId> {
+        if let Some(s) = self.record_symbols.get(&index) {
+            return s.clone();
+        }
+        let r = &self.model.records[index];
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        for t in [&r.offset, &r.width, &r.pc, &r.phase.block, &r.phase.warp, &r.phase.grid] {
+            symbols_of(t, &mut out, &mut seen);
+        }
+        out.extend(r.loops.iter().copied());
+        let mut i = 0;
+        while i < out.len() {
+            let s = self.model.symbol(out[i]);
+            if let Origin::Load { offset, width, .. } = &s.origin {
+                symbols_of(offset, &mut out, &mut seen);
+                symbols_of(width, &mut out, &mut seen);
+            }
+            for d in s.deps.clone() {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+            i += 1;
+        }
+        out.sort();
+        out.dedup();
+        self.record_symbols.insert(index, out.clone());
+        out
+    }
+
+    fn same_block(&mut self) -> Bool {
+        let mut eqs = Vec::new();
+        for d in Dim::ALL {
+            let (a, b) = (self.bid(d, 0), self.bid(d, 1));
+            eqs.push(a.eq(&b));
+        }
+        Bool::and(&eqs)
+    }
+
+    fn linear_tid(&mut self, inst: usize) -> Int {
+        if let Some(l) = &self.ltid[inst] {
+            return l.clone();
+        }
+        let iv = |this: &Self, b: Builtin| this.builtin_interval(b);
+        let bx = self.builtin(Builtin::BlockDim(Dim::X), inst);
+        let by = self.builtin(Builtin::BlockDim(Dim::Y), inst);
+        let x = self.tid(Dim::X, inst);
+        let y = self.tid(Dim::Y, inst);
+        let z = self.tid(Dim::Z, inst);
+        let (ibx, iby) = (iv(self, Builtin::BlockDim(Dim::X)), iv(self, Builtin::BlockDim(Dim::Y)));
+        let (ity, itz) = (iv(self, Builtin::ThreadIdx(Dim::Y)), iv(self, Builtin::ThreadIdx(Dim::Z)));
+        let yx = self.product(y, bx.clone(), ity, ibx);
+        let plane_iv = match (ibx, iby) {
+            (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
+            _ => None,
+        };
+        let plane = self.product(bx, by, ibx, iby);
+        let zp = self.product(z, plane, itz, plane_iv);
+        let l = Int::add(&[x, yx, zp]);
+        self.ltid[inst] = Some(l.clone());
+        l
+    }
+
+    fn same_warp(&mut self) -> Bool {
+        let w = int(self.model.warp_size as i128);
+        let w0 = self.linear_tid(0).div(&w);
+        let w1 = self.linear_tid(1).div(&w);
+        let sb = self.same_block();
+        Bool::and(&[sb, w0.eq(&w1)])
+    }
+
+    /// Launch-shape facts: indices below extents, the block at most 1024 threads.
+    fn shape_facts(&mut self) -> Vec<Bool> {
+        let mut out = Vec::new();
+        for d in Dim::ALL {
+            let bdim = self.builtin(Builtin::BlockDim(d), 0);
+            let gdim = self.builtin(Builtin::GridDim(d), 0);
+            for inst in 0..2 {
+                let t = self.tid(d, inst);
+                let b = self.bid(d, inst);
+                out.push(t.lt(&bdim));
+                out.push(b.lt(&gdim));
+            }
+        }
+        let max = self.shape.max_threads.unwrap_or(1024).min(1024) as i128;
+        let iv: Vec<Interval> = Dim::ALL.iter().map(|&d| self.builtin_interval(Builtin::BlockDim(d))).collect();
+        let bx = self.builtin(Builtin::BlockDim(Dim::X), 0);
+        let by = self.builtin(Builtin::BlockDim(Dim::Y), 0);
+        let bz = self.builtin(Builtin::BlockDim(Dim::Z), 0);
+        let plane_iv = match (iv[0], iv[1]) {
+            (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
+            _ => None,
+        };
+        let plane = self.product(bx, by, iv[0], iv[1]);
+        let threads = self.product(plane, bz, plane_iv, iv[2]);
+        out.push(threads.le(int(max)));
+        out
+    }
+
+    /// Facts about symbols: uniform symbols agree between the threads that
+    /// share them; loads from memory nobody writes agree when their addresses do.
+    fn symbol_facts(&mut self, syms: &[Vec<SymbolId>; 2], out: &mut Vec<Bool>) {
+        let same_block = self.same_block();
+        let same_warp = self.same_warp();
+        for &s in &syms[0] {
+            if !syms[1].contains(&s) {
+                continue;
+            }
+            let info = self.model.symbol(s).clone();
+            let scope = match info.scope {
+                Scope::Thread => continue,
+                Scope::Warp => same_warp.clone(),
+                Scope::Block => same_block.clone(),
+                Scope::Grid => Bool::from_bool(true),
+            };
+            let mut conds = vec![scope];
+            for d in &info.deps {
+                let a = self.symbol_const(*d, 0);
+                let b = self.symbol_const(*d, 1);
+                conds.push(a.eq(&b));
+            }
+            let a = self.symbol_const(s, 0);
+            let b = self.symbol_const(s, 1);
+            out.push(Bool::and(&conds).implies(&a.eq(&b)));
+        }
+        // Functional consistency of read-only loads (bounded: quadratic).
+        let mut loads: Vec<(usize, SymbolId)> = Vec::new();
+        for (inst, list) in syms.iter().enumerate() {
+            let mut n = 0;
+            for &s in list {
+                if let Origin::Load { object, .. } = &self.model.symbol(s).origin {
+                    if self.read_only[object.index()] && n < 24 {
+                        loads.push((inst, s));
+                        n += 1;
+                    }
+                }
+            }
+        }
+        for (i, &(ia, a)) in loads.iter().enumerate() {
+            for &(ib, b) in &loads[i + 1..] {
+                let (sa, sb) = (self.model.symbol(a).clone(), self.model.symbol(b).clone());
+                let (
+                    Origin::Load {
+                        object: oa,
+                        offset: fa,
+                        width: wa,
+                    },
+                    Origin::Load {
+                        object: ob,
+                        offset: fb,
+                        width: wb,
+                    },
+                ) = (&sa.origin, &sb.origin)
+                else {
+                    continue;
+                };
+                if oa != ob || sa.ty != sb.ty {
+                    continue;
+                }
+                let same_address = Bool::and(&[
+                    self.enc_int(fa, ia).eq(self.enc_int(fb, ib)),
+                    self.enc_int(wa, ia).eq(self.enc_int(wb, ib)),
+                ]);
+                let va = self.symbol_const(a, ia);
+                let vb = self.symbol_const(b, ib);
+                out.push(same_address.implies(&va.eq(&vb)));
+            }
+        }
+    }
+
+    /// Both threads distinct, bytes overlapping, nothing ordering them.
+    fn unordered(
+        &mut self,
+        off: [&Int; 2],
+        width: [&Int; 2],
+        phases: [[&Int; 3]; 2],
+        collective: Bool,
+        shared: bool,
+    ) -> Bool {
+        let overlap = Bool::and(&[
+            off[0].lt(Int::add(&[off[1].clone(), width[1].clone()])),
+            off[1].lt(Int::add(&[off[0].clone(), width[0].clone()])),
+        ]);
+        let same_block = self.same_block();
+        let mut same = vec![same_block.clone()];
+        for d in Dim::ALL {
+            let (a, b) = (self.tid(d, 0), self.tid(d, 1));
+            same.push(a.eq(&b));
+        }
+        let same_thread = Bool::and(&same);
+        let same_warp = self.same_warp();
+        let [p0, p1] = phases;
+        let in_block = Bool::and(&[same_block.clone(), p0[0].eq(p1[0]), same_warp.implies(&p0[1].eq(p1[1]))]);
+        let unordered = if shared {
+            in_block
+        } else {
+            Bool::or(&[in_block, Bool::and(&[same_block.not(), p0[2].eq(p1[2])])])
+        };
+        Bool::and(&[
+            overlap,
+            same_thread.not(),
+            unordered,
+            // A warp performs its collective accesses as a unit, in program order.
+            collective.implies(&same_warp.not()),
+        ])
+    }
+
+    /// The conflict of two records, with its side conditions.
+    fn conflict(&mut self, a: &AccessRecord, b: &AccessRecord, shared: bool) -> (Bool, Vec<Bool>) {
+        let mut side = Vec::new();
+        let pc0 = self.enc_bool(&a.pc, 0);
+        let pc1 = self.enc_bool(&b.pc, 1);
+        let o0 = self.enc_int(&a.offset, 0);
+        let o1 = self.enc_int(&b.offset, 1);
+        let w0 = self.enc_int(&a.width, 0);
+        let w1 = self.enc_int(&b.width, 1);
+        let ph0 = [
+            self.enc_int(&a.phase.block, 0),
+            self.enc_int(&a.phase.warp, 0),
+            self.enc_int(&a.phase.grid, 0),
+        ];
+        let ph1 = [
+            self.enc_int(&b.phase.block, 1),
+            self.enc_int(&b.phase.warp, 1),
+            self.enc_int(&b.phase.grid, 1),
+        ];
+        for (t, inst) in [(&a.pc, 0), (&a.offset, 0), (&b.pc, 1), (&b.offset, 1)] {
+            let mut seen = HashSet::new();
+            self.no_overflow(t, inst, &mut seen, &mut side);
+        }
+        let collective = Bool::from_bool(a.collective && b.collective);
+        let u = self.unordered(
+            [&o0, &o1],
+            [&w0, &w1],
+            [[&ph0[0], &ph0[1], &ph0[2]], [&ph1[0], &ph1[1], &ph1[2]]],
+            collective,
+            shared,
+        );
+        (Bool::and(&[pc0, pc1, u]), side)
+    }
+
+    /// Decides whether records `i` and `j` conflict.
+    pub fn check_pair(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
+        self.begin();
+        let model = self.model;
+        let (a, b) = (&model.records[i], &model.records[j]);
+        let syms = [self.symbols_of_record(i), self.symbols_of_record(j)];
+        let (conflict, side) = self.conflict(a, b, shared);
+        let mut facts = self.shape_facts();
+        facts.extend(side);
+        self.symbol_facts(&syms, &mut facts);
+        let solver = self.new_solver();
+        facts.extend(self.product_lemmas());
+        facts.append(&mut self.defs.clone());
+        for f in &facts {
+            solver.assert(f);
+        }
+        solver.assert(&conflict);
+        self.dump(&solver, &format!("{i}_{j}"));
+        match self.solve(&solver) {
+            (SatResult::Unsat, _) => Outcome::Unsat,
+            (SatResult::Sat, Some(m)) => {
+                let witness = self.witness(&m, a, b, &syms);
+                let t = std::time::Instant::now();
+                let input_dependent = self.input_dependent(&m, &syms, &facts, &conflict);
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    eprintln!("  input dependence: {} ms", t.elapsed().as_millis());
+                }
+                Outcome::Sat {
+                    witness,
+                    input_dependent,
+                }
+            }
+            _ => Outcome::Unknown(
+                solver
+                    .get_reason_unknown()
+                    .unwrap_or_else(|| "the solver gave up".into()),
+            ),
+        }
+    }
+
+    fn dump(&self, solver: &Solver, what: &str) {
+        if let Ok(dir) = std::env::var("WARPDRF_DUMP_SMT") {
+            let path = format!("{dir}/{}_{what}.smt2", self.kernel.name);
+            let _ = std::fs::write(path, solver.to_smt2());
+        }
+    }
+
+    /// A record's path condition; `relaxed` keeps only the conjuncts whose
+    /// symbols the record's address, width or phases mention.
+    fn path_condition(&mut self, r: usize, inst: usize, relaxed: bool) -> (Bool, Vec<Term>) {
+        let rec = &self.model.records[r];
+        if !relaxed {
+            return (self.enc_bool(&rec.pc, inst), vec![rec.pc.clone()]);
+        }
+        let mut allowed = Vec::new();
+        let mut seen = HashSet::new();
+        for t in [&rec.offset, &rec.width, &rec.phase.block, &rec.phase.warp, &rec.phase.grid] {
+            symbols_of(t, &mut allowed, &mut seen);
+        }
+        let mut conjuncts = Vec::new();
+        let mut stack = vec![rec.pc.clone()];
+        while let Some(t) = stack.pop() {
+            match &t.kind {
+                TermKind::Binary(BinOp::And, _, a, b) => {
+                    stack.push(a.clone());
+                    stack.push(b.clone());
+                }
+                _ => conjuncts.push(t),
+            }
+        }
+        let mut kept = Vec::new();
+        let mut terms = Vec::new();
+        for c in conjuncts {
+            let mut mine = Vec::new();
+            symbols_of(&c, &mut mine, &mut HashSet::new());
+            if mine.iter().all(|s| allowed.contains(s)) {
+                kept.push(self.enc_bool(&c, inst));
+                terms.push(c);
+            }
+        }
+        (Bool::and(&kept), terms)
+    }
+
+    /// One solver for a group of records (see [`Encoder::check_group`]).
+    fn group_solver(&mut self, recs: &[usize], shared: bool, relaxed: bool) -> Solver {
+        self.begin();
+        let model = self.model;
+        let solver = self.new_solver();
+        for f in self.shape_facts() {
+            solver.assert(&f);
+        }
+        // The chosen access of each thread, as variables.
+        let v = |name: &str, inst: usize| Int::new_const(format!("{name}@{inst}"));
+        let off = [v("off", 0), v("off", 1)];
+        let width = [v("width", 0), v("width", 1)];
+        let ph = [
+            [v("bphase", 0), v("wphase", 0), v("gphase", 0)],
+            [v("bphase", 1), v("wphase", 1), v("gphase", 1)],
+        ];
+        let coll = [Bool::new_const("collective@0"), Bool::new_const("collective@1")];
+        let atomic = [Bool::new_const("atomic@0"), Bool::new_const("atomic@1")];
+        let writes = [Bool::new_const("writes@0"), Bool::new_const("writes@1")];
+        let mut syms: [Vec<SymbolId>; 2] = [Vec::new(), Vec::new()];
+        for inst in 0..2 {
+            let mut any = Vec::new();
+            for &r in recs {
+                let rec = &model.records[r];
+                let (pc, pc_terms) = self.path_condition(r, inst, relaxed);
+                let mut parts = vec![
+                    pc,
+                    off[inst].eq(self.enc_int(&rec.offset, inst)),
+                    width[inst].eq(self.enc_int(&rec.width, inst)),
+                    ph[inst][0].eq(self.enc_int(&rec.phase.block, inst)),
+                    ph[inst][1].eq(self.enc_int(&rec.phase.warp, inst)),
+                    ph[inst][2].eq(self.enc_int(&rec.phase.grid, inst)),
+                    coll[inst].iff(&Bool::from_bool(rec.collective)),
+                    atomic[inst].iff(&Bool::from_bool(matches!(rec.kind, crate::ir::AccessKind::Atomic(_)))),
+                    writes[inst].iff(&Bool::from_bool(rec.kind.writes())),
+                ];
+                let mut seen = HashSet::new();
+                for t in pc_terms.iter().chain(std::iter::once(&rec.offset)) {
+                    self.no_overflow(t, inst, &mut seen, &mut parts);
+                }
+                let sel = selector(r, inst);
+                solver.assert(&sel.implies(&Bool::and(&parts)));
+                any.push(sel);
+                for x in self.symbols_of_record(r) {
+                    if !syms[inst].contains(&x) {
+                        syms[inst].push(x);
+                    }
+                }
+            }
+            solver.assert(&Bool::or(&any));
+        }
+        let mut facts = Vec::new();
+        self.symbol_facts(&syms, &mut facts);
+        for f in &facts {
+            solver.assert(f);
+        }
+        let collective = Bool::and(&[coll[0].clone(), coll[1].clone()]);
+        let u = self.unordered(
+            [&off[0], &off[1]],
+            [&width[0], &width[1]],
+            [[&ph[0][0], &ph[0][1], &ph[0][2]], [&ph[1][0], &ph[1][1], &ph[1][2]]],
+            collective,
+            shared,
+        );
+        solver.assert(&Bool::and(&[
+            u,
+            Bool::or(&[writes[0].clone(), writes[1].clone()]),
+            Bool::and(&[atomic[0].clone(), atomic[1].clone()]).not(),
+        ]));
+        for l in self.product_lemmas() {
+            solver.assert(&l);
+        }
+        for d in &self.defs {
+            solver.assert(d);
+        }
+        self.dump(
+            &solver,
+            &format!("group_{}{}", recs[0], if relaxed { "_relaxed" } else { "" }),
+        );
+        solver
+    }
+
+    /// Decides every pair of `recs` (accesses of one object) in one solver:
+    /// thread 1 performs some access of the group and thread 2 some access,
+    /// chosen by selector literals. Each model is a conflict; its statement
+    /// pair is then blocked and the solver asked again, up to `max` conflicts.
+    /// `same` says which records are one statement (one alarm).
+    pub fn check_group(
+        &mut self,
+        recs: &[usize],
+        shared: bool,
+        same: &dyn Fn(usize, usize) -> bool,
+        max: usize,
+    ) -> GroupOutcome {
+        // First without the path-condition conjuncts that constrain nothing
+        // the addresses and phases mention (earlier loops' exit conditions,
+        // data-dependent guards): a relaxation, so `unsat` there is final.
+        let relaxed = self.group_solver(recs, shared, true);
+        if self.solve(&relaxed).0 == SatResult::Unsat {
+            return GroupOutcome::Done(Vec::new());
+        }
+        let model = self.model;
+        let mut found: Vec<Found> = Vec::new();
+        let solver = self.group_solver(recs, shared, false);
+        loop {
+            match self.solve(&solver) {
+                (SatResult::Unsat, _) => return GroupOutcome::Done(found),
+                (SatResult::Sat, Some(m)) => {
+                    let chosen = |inst: usize| {
+                        recs.iter()
+                            .copied()
+                            .find(|&r| m.eval(&selector(r, inst), true).and_then(|b| b.as_bool()) == Some(true))
+                    };
+                    let (Some(a), Some(b)) = (chosen(0), chosen(1)) else {
+                        return GroupOutcome::Unknown("the solver's model selects no access".into(), found);
+                    };
+                    let (ra, rb) = (&model.records[a], &model.records[b]);
+                    let pair_syms = [self.symbols_of_record(a), self.symbols_of_record(b)];
+                    let witness = self.witness(&m, ra, rb, &pair_syms);
+                    let (conflict, side) = self.conflict(ra, rb, shared);
+                    let mut pair_facts = self.shape_facts();
+                    pair_facts.extend(side);
+                    self.symbol_facts(&pair_syms, &mut pair_facts);
+                    pair_facts.extend(self.product_lemmas());
+                    pair_facts.append(&mut self.defs.clone());
+                    let input_dependent = self.input_dependent(&m, &pair_syms, &pair_facts, &conflict);
+                    found.push(Found {
+                        first: a,
+                        second: b,
+                        witness,
+                        input_dependent,
+                    });
+                    if found.len() >= max {
+                        return GroupOutcome::Done(found);
+                    }
+                    // One alarm per pair of statements: block every such pair.
+                    for &x in recs {
+                        for &y in recs {
+                            if (same(x, a) && same(y, b)) || (same(x, b) && same(y, a)) {
+                                solver.assert(&Bool::and(&[selector(x, 0), selector(y, 1)]).not());
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    let reason = solver
+                        .get_reason_unknown()
+                        .unwrap_or_else(|| "the solver gave up".into());
+                    return GroupOutcome::Unknown(reason, found);
+                }
+            }
+        }
+    }
+
+    fn value(&self, m: &z3::Model, d: &Dynamic) -> i128 {
+        if let Some(b) = d.as_bool() {
+            return m.eval(&b, true).and_then(|v| v.as_bool()).unwrap_or(false) as i128;
+        }
+        d.as_int().and_then(|v| Self::model_int(m, &v)).unwrap_or(0)
+    }
+
+    fn witness(&mut self, m: &z3::Model, a: &AccessRecord, b: &AccessRecord, syms: &[Vec<SymbolId>; 2]) -> Witness {
+        let w = self.model.warp_size as u64;
+        let get = |this: &mut Self, b: Builtin, inst: usize| {
+            let v = this.builtin(b, inst);
+            Self::model_int(m, &v).unwrap_or(0).max(0) as u64
+        };
+        let block_dim = Dim::ALL.map(|d| get(self, Builtin::BlockDim(d), 0));
+        let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d), 0));
+        let mut threads = Vec::new();
+        for (inst, r) in [(0usize, a), (1usize, b)] {
+            let thread = Dim::ALL.map(|d| get(self, Builtin::ThreadIdx(d), inst));
+            let block = Dim::ALL.map(|d| get(self, Builtin::BlockIdx(d), inst));
+            let linear = thread[0] + thread[1] * block_dim[0] + thread[2] * block_dim[0] * block_dim[1];
+            let iterations = r
+                .loops
+                .iter()
+                .map(|&k| {
+                    let d = self.symbol_const(k, inst);
+                    let at = self.model.symbol(k).span;
+                    (at, self.value(m, &d) as i64)
+                })
+                .collect();
+            let off = self.enc(&r.offset, inst);
+            let wid = self.enc(&r.width, inst);
+            threads.push(ThreadWitness {
+                thread,
+                block,
+                warp: linear / w,
+                lane: linear % w,
+                iterations,
+                offset: self.value(m, &off) as i64,
+                width: self.value(m, &wid) as i64,
+            });
+        }
+        let mut params = Vec::new();
+        let mut seen = HashSet::new();
+        for r in [a, b] {
+            for t in [&r.offset, &r.pc] {
+                collect_params(t, &mut params, &mut seen);
+            }
+        }
+        params.sort();
+        let mut param_values = Vec::new();
+        for i in params {
+            if let Some(p) = self.kernel.params.get(i as usize) {
+                let d = self.param_const(i, p.ty);
+                param_values.push((p.name.clone(), self.value(m, &d).to_string()));
+            }
+        }
+        let mut inputs = Vec::new();
+        for (inst, list) in syms.iter().enumerate() {
+            for &s in list {
+                let info = self.model.symbol(s);
+                if info.is_input() && inputs.len() < 8 {
+                    let name = format!("{} (thread {})", info.name, inst + 1);
+                    let d = self.symbol_const(s, inst);
+                    inputs.push((name, self.value(m, &d).to_string()));
+                }
+            }
+        }
+        let [t0, t1]: [ThreadWitness; 2] = threads.try_into().expect("two threads");
+        Witness {
+            threads: [t0, t1],
+            block_dim,
+            grid_dim,
+            params: param_values,
+            inputs,
+        }
+    }
+
+    /// Whether some values of the loaded data avoid the conflict for the
+    /// witness's threads, parameters and iterations.
+    fn input_dependent(&mut self, m: &z3::Model, syms: &[Vec<SymbolId>; 2], facts: &[Bool], conflict: &Bool) -> bool {
+        let any_input = syms.iter().flatten().any(|&s| self.model.symbol(s).is_input());
+        if !any_input {
+            return false;
+        }
+        let solver = self.new_solver();
+        for f in facts {
+            solver.assert(f);
+        }
+        for pr in self.products.iter().filter(|p| p.exact) {
+            solver.assert(&pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
+        }
+        solver.assert(&conflict.not());
+        let mut fixed: Vec<Dynamic> = Vec::new();
+        for inst in 0..2 {
+            for d in Dim::ALL {
+                fixed.push(Dynamic::from_ast(&self.tid(d, inst)));
+                fixed.push(Dynamic::from_ast(&self.bid(d, inst)));
+            }
+        }
+        for d in Dim::ALL {
+            fixed.push(Dynamic::from_ast(&self.builtin(Builtin::BlockDim(d), 0)));
+            fixed.push(Dynamic::from_ast(&self.builtin(Builtin::GridDim(d), 0)));
+        }
+        for (i, p) in self.kernel.params.clone().iter().enumerate() {
+            fixed.push(self.param_const(i as u32, p.ty));
+        }
+        for (i, s) in self.kernel.syms.clone().iter().enumerate() {
+            fixed.push(self.sym_const(i as u32, s.ty));
+        }
+        for (inst, list) in syms.iter().enumerate() {
+            for &s in list {
+                if !self.model.symbol(s).is_input() {
+                    fixed.push(self.symbol_const(s, inst));
+                }
+            }
+        }
+        for d in fixed {
+            if let Some(v) = m.eval(&d, true) {
+                solver.assert(&d.eq(&v));
+            }
+        }
+        for d in &self.defs {
+            solver.assert(d);
+        }
+        !matches!(solver.check(), SatResult::Unsat)
+    }
+}
+
+fn selector(r: usize, inst: usize) -> Bool {
+    Bool::new_const(format!("sel{r}@{inst}"))
+}
+
+/// A constant `2^m − 1` (m ≥ 1): `x & c` is `x mod 2^m`.
+fn low_mask(c: Option<i128>) -> bool {
+    c.is_some_and(|c| c > 0 && (c + 1) & c == 0)
+}
+
+fn collect_params(t: &Term, out: &mut Vec<u32>, seen: &mut HashSet<u32>) {
+    if !seen.insert(t.id) {
+        return;
+    }
+    if let TermKind::Param(i) = t.kind {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    for c in t.children() {
+        collect_params(c, out, seen);
+    }
+}

@@ -1,0 +1,1003 @@
+//! Kernel IR → access model: symbolic execution of one generic thread.
+//!
+//! The thread's state is a path condition and a term per variable, plus three
+//! barrier counters (the phases). Branches run both arms and merge with
+//! `c ? a : b`; `break`/`continue`/`return` park their state at their label and
+//! rejoin there. Every access is recorded with its offset, path condition and
+//! phase.
+//!
+//! Loops are not unrolled. A loop gets an iteration count `k` (a per-thread
+//! symbol, `k ≥ 0`); its body runs once with every variable it assigns
+//! standing for "the value at the top of iteration k" (a placeholder). From
+//! the value at the end of the iteration each variable gets a closed form in
+//! `k`: unchanged, affine (`v0 + k*d`), halving or doubling (`v0 >> k`,
+//! `v0 / 2^k`, `v0 << k`), else a fresh per-thread symbol. The barrier
+//! counters are variables like any other, so a loop holding a barrier gives
+//! phase `p0 + k*B + local`, and phase equality between two threads aligns
+//! their iterations: the stretch after the last barrier of iteration k and
+//! the stretch before the first barrier of iteration k+1 get the same phase
+//! (the loop-carried phase). The loop is left in iteration `N` (a symbol that
+//! threads of a block share when the loop holds a block barrier).
+//!
+//! Everything here over-approximates the thread's behaviours: a symbol can
+//! take any value its facts allow. That is what makes a `pass` sound.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ir::access::{AccessModel, AccessRecord, Origin, Phase, Scope, Symbol};
+use crate::ir::term::{SymbolId, Term, TermKind, Terms};
+use crate::ir::{
+    Access, BarrierScope, BinOp, Block, Builtin, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive,
+    ScalarTy, ShuffleKind, Space, Stmt, StmtKind, VarId,
+};
+use crate::source::Span;
+
+/// The slots of the barrier counters, after the kernel's variables.
+const PHASES: usize = 3;
+const BLOCK: usize = 0;
+const WARP: usize = 1;
+const GRID: usize = 2;
+/// The counters' type: they never wrap.
+const PHASE_TY: ScalarTy = ScalarTy::I64;
+/// Loop counters: `0 ≤ k < 2^31` (an assumption shown in `grammar/SUBSET.md`).
+pub const COUNTER_TY: ScalarTy = ScalarTy::I64;
+
+/// The finer of two scopes (the one fewer threads share).
+fn finest(a: Scope, b: Scope) -> Scope {
+    let rank = |s: Scope| match s {
+        Scope::Grid => 0,
+        Scope::Block => 1,
+        Scope::Warp => 2,
+        Scope::Thread => 3,
+    };
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// The coarser of two scopes (the one more threads share).
+fn coarsest(a: Scope, b: Scope) -> Scope {
+    if finest(a, b) == a {
+        b
+    } else {
+        a
+    }
+}
+
+#[derive(Clone)]
+struct State {
+    pc: Term,
+    /// One slot per kernel variable, then the phases.
+    vars: Vec<Option<Term>>,
+}
+
+/// Builds the access model of one kernel instantiation.
+pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
+    let mut exec = Exec {
+        kernel,
+        model: AccessModel {
+            terms: Terms::new(),
+            symbols: Vec::new(),
+            records: Vec::new(),
+            assumptions: Vec::new(),
+            warp_size,
+            unknowns: Vec::new(),
+            no_wrap: HashSet::new(),
+        },
+        loops: Vec::new(),
+        parked: HashMap::new(),
+        fits: Vec::new(),
+    };
+    let t = &mut exec.model.terms;
+    let zero = t.int(0, PHASE_TY);
+    let mut vars = vec![None; kernel.vars.len() + PHASES];
+    for slot in 0..PHASES {
+        vars[kernel.vars.len() + slot] = Some(zero.clone());
+    }
+    let mut state = State {
+        pc: t.bool(true),
+        vars,
+    };
+    exec.block(&mut state, &kernel.body);
+    exec.model
+}
+
+struct Exec<'k> {
+    kernel: &'k Kernel,
+    model: AccessModel,
+    /// Counters of the loops being executed, outermost first.
+    loops: Vec<SymbolId>,
+    /// States waiting at a label: (label, is a `continue`).
+    parked: HashMap<(LabelId, bool), Vec<State>>,
+    /// Facts of the loop being closed: its signed counters fit their type.
+    fits: Vec<Term>,
+}
+
+impl<'k> Exec<'k> {
+    fn terms(&mut self) -> &mut Terms {
+        &mut self.model.terms
+    }
+
+    fn phase_slot(&self, which: usize) -> usize {
+        self.kernel.vars.len() + which
+    }
+
+    fn slot_ty(&self, slot: usize) -> ScalarTy {
+        self.kernel.vars.get(slot).map_or(PHASE_TY, |v| v.ty)
+    }
+
+    fn slot_name(&self, slot: usize) -> String {
+        match self.kernel.vars.get(slot) {
+            Some(v) => v.name.clone(),
+            None => ["block phase", "warp phase", "grid phase"][slot - self.kernel.vars.len()].into(),
+        }
+    }
+
+    fn new_symbol(&mut self, name: String, ty: ScalarTy, scope: Scope, origin: Origin, span: Span) -> Term {
+        let id = SymbolId(self.model.symbols.len() as u32);
+        self.model.symbols.push(Symbol {
+            name: format!("{name}#{}", id.0),
+            ty,
+            scope,
+            origin,
+            deps: self.loops.clone(),
+            span,
+        });
+        self.model.terms.symbol(id, ty)
+    }
+
+    fn var(&mut self, st: &mut State, v: VarId) -> Term {
+        if let Some(t) = &st.vars[v.index()] {
+            return t.clone();
+        }
+        let info = &self.kernel.vars[v.index()];
+        let (name, ty, span) = (info.name.clone(), info.ty, info.span);
+        let t = self.new_symbol(
+            name,
+            ty,
+            Scope::Thread,
+            Origin::Input {
+                reason: "uninitialised".into(),
+            },
+            span,
+        );
+        st.vars[v.index()] = Some(t.clone());
+        t
+    }
+
+    fn eval(&mut self, st: &mut State, e: &Expr) -> Term {
+        match e {
+            Expr::Int(v, ty) => self.terms().int(*v, *ty),
+            Expr::Bool(b) => self.terms().bool(*b),
+            Expr::Float(f) => self.terms().float(*f, ScalarTy::Float(crate::ir::FloatKind::F32)),
+            Expr::Var(v) => self.var(st, *v),
+            Expr::Builtin(Builtin::WarpSize) => {
+                let w = self.model.warp_size as i128;
+                self.terms().int(w, ScalarTy::I32)
+            }
+            Expr::Builtin(b) => self.terms().builtin(*b),
+            Expr::Param(i) => {
+                let ty = self.kernel.params.get(*i as usize).map_or(ScalarTy::I64, |p| p.ty);
+                self.terms().param(*i, ty)
+            }
+            Expr::Sym(s) => {
+                let ty = self.kernel.syms.get(s.index()).map_or(ScalarTy::I64, |i| i.ty);
+                self.terms().sym(*s, ty)
+            }
+            Expr::Unary(op, ty, a) => {
+                let a = self.eval(st, a);
+                self.terms().unary(*op, *ty, a)
+            }
+            Expr::Binary(op, ty, a, b) => {
+                let a = self.eval(st, a);
+                let b = self.eval(st, b);
+                self.terms().binary(*op, *ty, a, b)
+            }
+            Expr::Select(c, a, b) => {
+                let c = self.eval(st, c);
+                let a = self.eval(st, a);
+                let b = self.eval(st, b);
+                self.terms().select(c, a, b)
+            }
+            Expr::Cast(ty, a) => {
+                let a = self.eval(st, a);
+                self.terms().cast(*ty, a)
+            }
+            Expr::Opaque(op, ty, args) => {
+                let args = args.iter().map(|a| self.eval(st, a)).collect();
+                self.terms().opaque(*op, *ty, args)
+            }
+        }
+    }
+
+    fn assign(&mut self, st: &mut State, v: VarId, t: Term) {
+        let ty = self.kernel.vars[v.index()].ty;
+        let t = self.terms().cast(ty, t);
+        st.vars[v.index()] = Some(t);
+    }
+
+    fn block(&mut self, st: &mut State, b: &Block) {
+        for s in &b.0 {
+            if st.pc.is_false() {
+                return;
+            }
+            self.stmt(st, s);
+        }
+    }
+
+    fn stmt(&mut self, st: &mut State, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Assign { var, value } => {
+                let t = self.eval(st, value);
+                self.assign(st, *var, t);
+            }
+            StmtKind::Havoc { var, reason } => {
+                let info = &self.kernel.vars[var.index()];
+                let (name, ty) = (info.name.clone(), info.ty);
+                let t = self.new_symbol(
+                    name,
+                    ty,
+                    Scope::Thread,
+                    Origin::Input { reason: reason.clone() },
+                    s.span,
+                );
+                st.vars[var.index()] = Some(t);
+            }
+            StmtKind::Access(a) => self.access(st, a, s),
+            StmtKind::Barrier(b) => {
+                let slots: &[usize] = match b.scope {
+                    BarrierScope::Block => &[BLOCK, WARP],
+                    BarrierScope::Grid => &[BLOCK, WARP, GRID],
+                };
+                for &which in slots {
+                    self.bump(st, which);
+                }
+                if let Some((_, var)) = &b.predicate {
+                    let info = &self.kernel.vars[var.index()];
+                    let (name, ty) = (info.name.clone(), info.ty);
+                    let t = self.new_symbol(
+                        name,
+                        ty,
+                        Scope::Block,
+                        Origin::Collective { name: b.name.clone() },
+                        s.span,
+                    );
+                    st.vars[var.index()] = Some(t);
+                }
+            }
+            StmtKind::Primitive(p) => self.primitive(st, p, s),
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let c = self.eval(st, cond);
+                let c = self.terms().cast(ScalarTy::Bool, c);
+                let pc = st.pc.clone();
+                let mut then_st = st.clone();
+                then_st.pc = self.terms().and(pc.clone(), c.clone());
+                let then_pc = then_st.pc.clone();
+                self.block(&mut then_st, then_block);
+                let nc = self.terms().not(c.clone());
+                st.pc = self.terms().and(pc.clone(), nc);
+                let else_pc = st.pc.clone();
+                self.block(st, else_block);
+                let else_st = std::mem::replace(st, then_st.clone());
+                let whole = then_st.pc.id == then_pc.id && else_st.pc.id == else_pc.id;
+                *st = self.merge_two(c, then_st, else_st);
+                if whole {
+                    st.pc = pc;
+                }
+            }
+            StmtKind::Loop(l) => self.run_loop(st, l, s),
+            StmtKind::Labeled { label, body } => {
+                self.block(st, body);
+                let mut states = self.parked.remove(&(*label, false)).unwrap_or_default();
+                if !states.is_empty() {
+                    states.push(std::mem::replace(st, self.dead(st)));
+                    *st = self.merge_many(states);
+                }
+            }
+            StmtKind::Exit { label, kind } => {
+                let key = (*label, *kind == ExitKind::Continue);
+                self.parked.entry(key).or_default().push(st.clone());
+                st.pc = self.terms().bool(false);
+            }
+            StmtKind::Assume(e) => {
+                let c = self.eval(st, e);
+                let c = self.terms().cast(ScalarTy::Bool, c);
+                let pc = st.pc.clone();
+                st.pc = self.terms().and(pc, c);
+            }
+            StmtKind::Unknown { .. } => {}
+        }
+    }
+
+    fn dead(&mut self, st: &State) -> State {
+        State {
+            pc: self.terms().bool(false),
+            vars: st.vars.clone(),
+        }
+    }
+
+    fn bump(&mut self, st: &mut State, which: usize) {
+        let slot = self.phase_slot(which);
+        let cur = st.vars[slot].clone().expect("phases are initialised");
+        let one = self.terms().int(1, PHASE_TY);
+        st.vars[slot] = Some(self.terms().binary(BinOp::Add, PHASE_TY, cur, one));
+    }
+
+    fn phase(&self, st: &State) -> Phase {
+        let get = |w: usize| st.vars[self.phase_slot(w)].clone().expect("phases are initialised");
+        Phase {
+            block: get(BLOCK),
+            warp: get(WARP),
+            grid: get(GRID),
+        }
+    }
+
+    fn access(&mut self, st: &mut State, a: &Access, s: &Stmt) {
+        let mut pc = st.pc.clone();
+        for r in &a.ranges {
+            let info = &self.kernel.vars[r.var.index()];
+            let (name, ty) = (info.name.clone(), info.ty);
+            let sym = self.new_symbol(name, ty, Scope::Thread, Origin::Range, s.span);
+            st.vars[r.var.index()] = Some(sym.clone());
+            let lo = self.eval(st, &r.lo);
+            let hi = self.eval(st, &r.hi);
+            let t = self.terms();
+            let ge = t.binary(BinOp::Ge, ty, sym.clone(), lo);
+            let lt = t.binary(BinOp::Lt, ty, sym, hi);
+            let within = t.and(ge, lt);
+            pc = t.and(pc, within);
+        }
+        let offset = self.eval(st, &a.offset);
+        let offset = self.terms().cast(ScalarTy::I64, offset);
+        let width = self.eval(st, &a.width);
+        let width = self.terms().cast(ScalarTy::I64, width);
+        let object = &self.kernel.objects[a.object.index()];
+        let shared = !matches!(object.space, Space::Local);
+        if shared && !pc.is_false() && !(object.space == Space::Constant && !a.kind.writes()) {
+            let phase = self.phase(st);
+            self.model.records.push(AccessRecord {
+                object: a.object,
+                kind: a.kind,
+                offset: offset.clone(),
+                width: width.clone(),
+                pc,
+                phase,
+                collective: a.collective,
+                loops: self.loops.clone(),
+                span: s.span,
+                site: s.site,
+            });
+        }
+        if let Some(var) = a.result {
+            let info = &self.kernel.vars[var.index()];
+            let (name, ty) = (info.name.clone(), info.ty);
+            let origin = if shared {
+                Origin::Load {
+                    object: a.object,
+                    offset,
+                    width,
+                }
+            } else {
+                Origin::Input {
+                    reason: "read from a local array".into(),
+                }
+            };
+            let t = self.new_symbol(name, ty, Scope::Thread, origin, s.span);
+            st.vars[var.index()] = Some(t);
+        }
+    }
+
+    /// Whether every lane of a warp sees the same value of `t`.
+    fn warp_uniform(&self, t: &Term) -> bool {
+        !matches!(self.scope_of(t, &HashMap::new(), &self.loops), Scope::Thread)
+    }
+
+    fn full_width(&mut self, st: &mut State, width: &Option<Expr>) -> bool {
+        match width {
+            None => true,
+            Some(w) => {
+                let w = self.eval(st, w);
+                w.as_int().is_some_and(|w| w >= self.model.warp_size as i128)
+            }
+        }
+    }
+
+    fn primitive(&mut self, st: &mut State, p: &Primitive, s: &Stmt) {
+        let full = self.full_width(st, &p.width);
+        let uniform = match &p.kind {
+            PrimKind::Ballot | PrimKind::Any | PrimKind::All | PrimKind::Uni | PrimKind::Reduce(_) | PrimKind::MatchAll => {
+                full && !p.block_scope
+            }
+            PrimKind::Shuffle(ShuffleKind::Idx) => {
+                let lane = p.args.last().map(|l| self.eval(st, l));
+                full && lane.is_some_and(|l| self.warp_uniform(&l))
+            }
+            _ => false,
+        };
+        if p.kind == PrimKind::SyncWarp && full {
+            let all = if self.model.warp_size >= 128 {
+                u128::MAX
+            } else {
+                (1u128 << self.model.warp_size) - 1
+            };
+            let counts = match &p.mask {
+                None => true,
+                Some(m) => {
+                    let m = self.eval(st, m);
+                    m.as_int().is_some_and(|v| (v as u128) & all == all)
+                }
+            };
+            if counts {
+                self.bump(st, WARP);
+            }
+        }
+        for &var in &p.results {
+            let info = &self.kernel.vars[var.index()];
+            let (name, ty) = (info.name.clone(), info.ty);
+            let scope = if uniform { Scope::Warp } else { Scope::Thread };
+            let t = self.new_symbol(name, ty, scope, Origin::Collective { name: p.kind.name() }, s.span);
+            st.vars[var.index()] = Some(t);
+        }
+    }
+
+    /// Joins the states after `if (c)`: `a` ran under `c`, `b` under `!c`.
+    fn merge_two(&mut self, c: Term, a: State, b: State) -> State {
+        if a.pc.is_false() {
+            return b;
+        }
+        if b.pc.is_false() {
+            return a;
+        }
+        let pc = self.terms().or(a.pc.clone(), b.pc.clone());
+        let vars = a
+            .vars
+            .iter()
+            .zip(b.vars.iter())
+            .map(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) if x.id == y.id => Some(x.clone()),
+                (Some(x), Some(y)) => Some(self.terms().select(c.clone(), x.clone(), y.clone())),
+                // Declared on one path only: its value elsewhere is not used.
+                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+                (None, None) => None,
+            })
+            .collect();
+        State { pc, vars }
+    }
+
+    /// Joins states whose path conditions exclude each other (the exits to one label).
+    fn merge_many(&mut self, states: Vec<State>) -> State {
+        let mut live: Vec<State> = states.into_iter().filter(|s| !s.pc.is_false()).collect();
+        let Some(mut acc) = live.pop() else {
+            let pc = self.terms().bool(false);
+            return State {
+                pc,
+                vars: vec![None; self.kernel.vars.len() + PHASES],
+            };
+        };
+        while let Some(s) = live.pop() {
+            let c = s.pc.clone();
+            acc = self.merge_two(c, s, acc);
+        }
+        acc
+    }
+
+    fn assigned_slots(&self, l: &Loop) -> (Vec<usize>, bool, bool) {
+        let mut slots = HashSet::new();
+        let (mut block_barrier, mut warp_barrier) = (false, false);
+        let mut visit = |s: &Stmt| match &s.kind {
+            StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => {
+                slots.insert(var.index());
+            }
+            StmtKind::Access(a) => {
+                slots.extend(a.result.map(|v| v.index()));
+                slots.extend(a.ranges.iter().map(|r| r.var.index()));
+            }
+            StmtKind::Primitive(p) => {
+                slots.extend(p.results.iter().map(|v| v.index()));
+                warp_barrier |= p.kind == PrimKind::SyncWarp;
+            }
+            StmtKind::Barrier(b) => {
+                block_barrier = true;
+                slots.extend(b.predicate.as_ref().map(|(_, v)| v.index()));
+            }
+            _ => {}
+        };
+        let mut block = Block(Vec::new());
+        block.0.extend(l.cond_pre.0.iter().cloned());
+        block.0.extend(l.body.0.iter().cloned());
+        block.0.extend(l.step.0.iter().cloned());
+        block.walk(&mut visit);
+        let mut slots: Vec<usize> = slots.into_iter().collect();
+        if block_barrier || warp_barrier {
+            slots.extend((0..PHASES).map(|w| self.phase_slot(w)));
+        }
+        slots.sort_unstable();
+        (slots, block_barrier, warp_barrier)
+    }
+
+    fn run_loop(&mut self, st: &mut State, l: &Loop, s: &Stmt) {
+        let (slots, block_barrier, warp_barrier) = self.assigned_slots(l);
+        // Entry values, materialised (a variable without one is uninitialised).
+        let mut entry: HashMap<usize, Term> = HashMap::new();
+        for &slot in &slots {
+            let value = match st.vars[slot].clone() {
+                Some(v) => v,
+                None => {
+                    let (name, ty) = (self.slot_name(slot), self.slot_ty(slot));
+                    self.new_symbol(
+                        name,
+                        ty,
+                        Scope::Thread,
+                        Origin::Input {
+                            reason: "uninitialised".into(),
+                        },
+                        s.span,
+                    )
+                }
+            };
+            entry.insert(slot, value);
+        }
+        let outer = self.loops.clone();
+        // Everything created from here on belongs to the iteration. The body
+        // runs under `true`; the entry condition is added afterwards, so the
+        // exit conditions show whether threads leave in the same iteration.
+        let sym_mark = self.model.symbols.len();
+        let rec_mark = self.model.records.len();
+        let parked_marks: HashMap<(LabelId, bool), usize> = self.parked.iter().map(|(k, v)| (*k, v.len())).collect();
+        let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
+        let k = self.new_symbol(
+            format!("k{}", l.label.0),
+            COUNTER_TY,
+            Scope::Thread,
+            Origin::Counter { label: l.label },
+            s.span,
+        );
+        let TermKind::Symbol(k_id) = k.kind else { unreachable!() };
+        let mut placeholders: HashMap<usize, SymbolId> = HashMap::new();
+        self.loops.push(k_id);
+        for &slot in &slots {
+            let (name, ty) = (self.slot_name(slot), self.slot_ty(slot));
+            let ph = self.new_symbol(name.clone(), ty, Scope::Thread, Origin::Placeholder { var: name }, s.span);
+            let TermKind::Symbol(id) = ph.kind else { unreachable!() };
+            placeholders.insert(slot, id);
+            st.vars[slot] = Some(ph);
+        }
+        let mut exits: Vec<State> = Vec::new();
+        if l.test_first {
+            self.test(st, l, &mut exits);
+        }
+        self.block(st, &l.body);
+        let mut continues = self.parked.remove(&(l.label, true)).unwrap_or_default();
+        if !continues.is_empty() {
+            continues.push(std::mem::replace(st, self.dead(st)));
+            *st = self.merge_many(continues);
+        }
+        self.block(st, &l.step);
+        if !l.test_first {
+            self.test(st, l, &mut exits);
+        }
+        exits.extend(self.parked.remove(&(l.label, false)).unwrap_or_default());
+        let inner = self.loops.clone();
+        self.loops.pop();
+
+        // Closed forms of the loop-carried values in `k`.
+        let mut closed: HashMap<SymbolId, Term> = HashMap::new();
+        // How widely the fresh values are shared (placeholders' assumed scopes).
+        let mut assumed: HashMap<SymbolId, Scope> = HashMap::new();
+        let mut fresh_slots: Vec<usize> = Vec::new();
+        if st.pc.is_false() {
+            // No iteration reaches the next: only iteration 0 runs.
+            for &slot in &slots {
+                closed.insert(placeholders[&slot], entry[&slot].clone());
+            }
+            let zero = self.terms().int(0, COUNTER_TY);
+            closed.insert(k_id, zero);
+        } else {
+            for &slot in &slots {
+                let end = st.vars[slot].clone().expect("assigned in the loop");
+                if end.id == self.model.terms.symbol(placeholders[&slot], self.slot_ty(slot)).id {
+                    closed.insert(placeholders[&slot], entry[&slot].clone());
+                }
+            }
+            let invariant = closed.clone();
+            for &slot in &slots {
+                let ph = placeholders[&slot];
+                if closed.contains_key(&ph) {
+                    continue;
+                }
+                let end = st.vars[slot].clone().expect("assigned in the loop");
+                let end = self.model.terms.substitute(&end, &invariant, &mut HashMap::new());
+                if let Some(form) = self.closed_form(&end, ph, &entry[&slot], &k, sym_mark, slot) {
+                    closed.insert(ph, form);
+                } else {
+                    fresh_slots.push(slot);
+                }
+            }
+            // Scopes: closed forms are what they are (k is shared by the
+            // threads compared at one iteration); a fresh value is as uniform
+            // as its entry value and its update, found by a fixpoint from the
+            // optimistic start.
+            for (&ph, form) in &closed {
+                let sc = self.scope_of(form, &HashMap::new(), &inner);
+                assumed.insert(ph, sc);
+            }
+            for &slot in &fresh_slots {
+                let sc = match slot.checked_sub(self.kernel.vars.len()) {
+                    Some(BLOCK) => Scope::Block,
+                    Some(WARP) => Scope::Warp,
+                    Some(GRID) => Scope::Grid,
+                    _ => self.scope_of(&entry[&slot], &HashMap::new(), &outer),
+                };
+                assumed.insert(placeholders[&slot], sc);
+            }
+            loop {
+                let mut changed = false;
+                for &slot in &fresh_slots {
+                    if slot >= self.kernel.vars.len() {
+                        continue;
+                    }
+                    let ph = placeholders[&slot];
+                    let end = st.vars[slot].clone().expect("assigned in the loop");
+                    let now = finest(assumed[&ph], self.scope_of(&end, &assumed, &inner));
+                    if now != assumed[&ph] {
+                        assumed.insert(ph, now);
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+            for &slot in &fresh_slots {
+                let ph = placeholders[&slot];
+                let name = self.slot_name(slot);
+                self.loops.push(k_id);
+                let t = self.new_symbol(
+                    name.clone(),
+                    self.slot_ty(slot),
+                    assumed[&ph],
+                    Origin::LoopValue { var: name },
+                    s.span,
+                );
+                self.loops.pop();
+                closed.insert(ph, t);
+            }
+        }
+        // The iteration in which a thread leaves: shared by the threads that
+        // share every exit condition (a loop holding a block barrier has a
+        // block-uniform trip count: the participation condition checks it).
+        let mut n_scope = Scope::Grid;
+        for ex in &exits {
+            n_scope = finest(n_scope, self.scope_of(&ex.pc, &assumed, &inner));
+        }
+        if block_barrier {
+            n_scope = coarsest(n_scope, Scope::Block);
+        } else if warp_barrier {
+            n_scope = coarsest(n_scope, Scope::Warp);
+        }
+        // Rewrite everything the iteration produced: closed forms, then the
+        // entry condition (and that signed counters fit their type).
+        let mut memo = HashMap::new();
+        self.rewrite_since(rec_mark, sym_mark, &parked_marks, &closed, &mut memo);
+        for ex in &mut exits {
+            self.rewrite_state(ex, &closed, &mut memo);
+        }
+        let fits = std::mem::take(&mut self.fits);
+        let guard = {
+            let t = &mut self.model.terms;
+            let all = t.and_all(fits);
+            t.and(entry_pc.clone(), all)
+        };
+        for r in &mut self.model.records[rec_mark..] {
+            r.pc = self.model.terms.and(guard.clone(), r.pc.clone());
+        }
+        let keys: Vec<(LabelId, bool)> = self.parked.keys().copied().collect();
+        for key in keys {
+            let from = parked_marks.get(&key).copied().unwrap_or(0);
+            if let Some(states) = self.parked.get_mut(&key) {
+                for p in states.iter_mut().skip(from) {
+                    p.pc = self.model.terms.and(guard.clone(), p.pc.clone());
+                }
+            }
+        }
+        // After the loop: the state of the iteration N that leaves it.
+        let n = self.new_symbol(
+            format!("N{}", l.label.0),
+            COUNTER_TY,
+            n_scope,
+            Origin::ExitCount { label: l.label },
+            s.span,
+        );
+        let mut at_exit = HashMap::new();
+        if !closed.contains_key(&k_id) {
+            at_exit.insert(k_id, n);
+            // A fresh value at the exit iteration is shared as widely as both
+            // the value and the exit iteration are.
+            for &slot in &fresh_slots {
+                let ph = placeholders[&slot];
+                let sc = finest(assumed[&ph], n_scope);
+                if sc == Scope::Thread {
+                    continue;
+                }
+                let TermKind::Symbol(f) = closed[&ph].kind else { continue };
+                let name = self.slot_name(slot);
+                let t = self.new_symbol(
+                    format!("{name}@exit"),
+                    self.slot_ty(slot),
+                    sc,
+                    Origin::LoopValue { var: name },
+                    s.span,
+                );
+                at_exit.insert(f, t);
+            }
+        }
+        let mut memo = HashMap::new();
+        for ex in &mut exits {
+            let pc = self.terms().and(guard.clone(), ex.pc.clone());
+            ex.pc = pc;
+            self.rewrite_state(ex, &at_exit, &mut memo);
+        }
+        *st = self.merge_many(exits);
+    }
+
+    /// The finest scope among the leaves of `t`: the threads that surely
+    /// compute the same value of it. `assumed` gives placeholders' scopes;
+    /// counters in `deps` are shared by the threads compared; a symbol that
+    /// depends on other counters is per thread.
+    fn scope_of(&self, t: &Term, assumed: &HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
+        fn go(
+            this: &Exec<'_>,
+            t: &Term,
+            assumed: &HashMap<SymbolId, Scope>,
+            deps: &[SymbolId],
+            seen: &mut HashSet<u32>,
+            acc: &mut Scope,
+        ) {
+            if *acc == Scope::Thread || !seen.insert(t.id) {
+                return;
+            }
+            let leaf = match &t.kind {
+                TermKind::Builtin(Builtin::ThreadIdx(_)) => Some(Scope::Thread),
+                TermKind::Builtin(Builtin::BlockIdx(_)) => Some(Scope::Block),
+                TermKind::Symbol(s) => Some(if let Some(sc) = assumed.get(s) {
+                    *sc
+                } else if deps.contains(s) {
+                    Scope::Grid
+                } else {
+                    let info = this.model.symbol(*s);
+                    if info.deps.iter().all(|d| deps.contains(d)) {
+                        info.scope
+                    } else {
+                        Scope::Thread
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(sc) = leaf {
+                *acc = finest(*acc, sc);
+                return;
+            }
+            for c in t.children() {
+                go(this, c, assumed, deps, seen, acc);
+            }
+        }
+        let mut acc = Scope::Grid;
+        go(self, t, assumed, deps, &mut HashSet::new(), &mut acc);
+        acc
+    }
+
+    /// Runs the loop test; the failing side leaves the loop.
+    fn test(&mut self, st: &mut State, l: &Loop, exits: &mut Vec<State>) {
+        self.block(st, &l.cond_pre);
+        if st.pc.is_false() {
+            return;
+        }
+        let c = self.eval(st, &l.cond);
+        let c = self.terms().cast(ScalarTy::Bool, c);
+        let mut out = st.clone();
+        let nc = self.terms().not(c.clone());
+        out.pc = self.terms().and(st.pc.clone(), nc);
+        exits.push(out);
+        let pc = st.pc.clone();
+        st.pc = self.terms().and(pc, c);
+    }
+
+    /// The value at the top of iteration `k` of a variable whose value at the
+    /// end of an iteration is `end` (in terms of its value `ph` at the top).
+    fn closed_form(
+        &mut self,
+        end: &Term,
+        ph: SymbolId,
+        entry: &Term,
+        k: &Term,
+        sym_mark: usize,
+        slot: usize,
+    ) -> Option<Term> {
+        let var_ty = self.slot_ty(slot);
+        let ScalarTy::Int { bits, signed } = var_ty else {
+            return None;
+        };
+        // Strip conversions that keep the width: `(i32)((u32)v + d)`.
+        let strip = |t: &Term| -> Term {
+            let mut t = t.clone();
+            while let TermKind::Cast(inner) = &t.kind {
+                match (t.ty, inner.ty) {
+                    (ScalarTy::Int { bits: a, .. }, ScalarTy::Int { bits: b, .. }) if a == b => t = inner.clone(),
+                    _ => break,
+                }
+            }
+            t
+        };
+        let is_ph = |t: &Term| matches!(strip(t).kind, TermKind::Symbol(s) if s == ph);
+        let invariant = |t: &Term, symbols: &[Symbol]| {
+            let _ = symbols;
+            !crate::ir::term::mentions(
+                t,
+                &mut |kind| matches!(kind, TermKind::Symbol(s) if s.index() >= sym_mark),
+                &mut HashSet::new(),
+            )
+        };
+        let body = strip(end);
+        let TermKind::Binary(op, ty, a, b) = &body.kind else {
+            return None;
+        };
+        let (op, ty, a, b) = (*op, *ty, a.clone(), b.clone());
+        let ScalarTy::Int {
+            bits: op_bits,
+            signed: op_signed,
+        } = ty
+        else {
+            return None;
+        };
+        if op_bits != bits {
+            return None;
+        }
+        let t = &mut self.model.terms;
+        let kk = t.cast(ty, k.clone());
+        let x0 = t.cast(ty, entry.clone());
+        let form = match op {
+            BinOp::Add | BinOp::Sub => {
+                let (d, negate) = if is_ph(&a) && invariant(&b, &self.model.symbols) {
+                    (b, op == BinOp::Sub)
+                } else if op == BinOp::Add && is_ph(&b) && invariant(&a, &self.model.symbols) {
+                    (a, false)
+                } else {
+                    return None;
+                };
+                // `v0 + k*d` computed in 64 bits: exact for 32-bit variables
+                // (|k*d| < 2^63), then converted back (wrapping as C does).
+                let t = &mut self.model.terms;
+                let wide = if bits < 64 { ScalarTy::I64 } else { ty };
+                let k64 = t.cast(wide, k.clone());
+                let d64 = t.cast(wide, d);
+                let x64 = t.cast(wide, entry.clone());
+                let step = t.binary(BinOp::Mul, wide, k64, d64);
+                let sum = t.binary(if negate { BinOp::Sub } else { BinOp::Add }, wide, x64, step);
+                let narrow = t.cast(ty, sum.clone());
+                if op_signed && wide != ty {
+                    // Signed overflow is undefined: an iteration whose value
+                    // does not fit the variable is never reached, so the
+                    // conversion back never wraps.
+                    let (lo, hi) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+                    let lo = t.int(lo, wide);
+                    let hi = t.int(hi, wide);
+                    let above = t.binary(BinOp::Ge, wide, sum.clone(), lo);
+                    let below = t.binary(BinOp::Le, wide, sum, hi);
+                    let fits = t.and(above, below);
+                    self.fits.push(fits);
+                    self.model.no_wrap.insert(narrow.id);
+                }
+                narrow
+            }
+            BinOp::Shr | BinOp::Div | BinOp::Shl | BinOp::Mul if is_ph(&a) => {
+                let c = b.as_int()?;
+                // Bits moved per iteration.
+                let per = match op {
+                    BinOp::Shr | BinOp::Shl => c,
+                    _ if c > 1 && c & (c - 1) == 0 => c.trailing_zeros() as i128,
+                    _ => return None,
+                };
+                if per <= 0 || per >= bits as i128 {
+                    return None;
+                }
+                let t = &mut self.model.terms;
+                // Iterations after which every bit is gone.
+                let limit = (bits as i128 + per - 1) / per;
+                let lim = t.int(limit, COUNTER_TY);
+                let small = t.binary(BinOp::Lt, COUNTER_TY, k.clone(), lim);
+                let per_t = t.int(per, ty);
+                let amount = t.binary(BinOp::Mul, ty, kk, per_t);
+                let zero = t.int(0, ty);
+                match op {
+                    BinOp::Shl | BinOp::Mul => {
+                        let shifted = t.binary(BinOp::Shl, ty, x0, amount);
+                        t.select(small, shifted, zero)
+                    }
+                    BinOp::Shr => {
+                        let shifted = t.binary(BinOp::Shr, ty, x0.clone(), amount);
+                        let rest = if signed {
+                            let top = t.int(bits as i128 - 1, ty);
+                            t.binary(BinOp::Shr, ty, x0, top)
+                        } else {
+                            zero
+                        };
+                        t.select(small, shifted, rest)
+                    }
+                    _ if !signed => {
+                        let shifted = t.binary(BinOp::Shr, ty, x0, amount);
+                        t.select(small, shifted, zero)
+                    }
+                    _ => {
+                        // Signed halving truncates toward zero: x / 2^j while
+                        // 2^j is representable, then 0 (or -1 for the minimum
+                        // at j = bits-1).
+                        let lim = t.int((bits as i128 - 2) / per + 1, COUNTER_TY);
+                        let exact = t.binary(BinOp::Lt, COUNTER_TY, k.clone(), lim);
+                        let one = t.int(1, ty);
+                        let pow = t.binary(BinOp::Shl, ty, one, amount.clone());
+                        let divided = t.binary(BinOp::Div, ty, x0.clone(), pow);
+                        let min = t.int(-(1i128 << (bits - 1)), ty);
+                        let is_min = t.binary(BinOp::Eq, ty, x0, min);
+                        let last = t.int(bits as i128 - 1, ty);
+                        let at_last = t.binary(BinOp::Eq, ty, amount, last);
+                        let both = t.and(is_min, at_last);
+                        let minus_one = t.int(-1, ty);
+                        let tail = t.select(both, minus_one, zero);
+                        t.select(exact, divided, tail)
+                    }
+                }
+            }
+            _ => return None,
+        };
+        Some(self.model.terms.cast(var_ty, form))
+    }
+
+    fn rewrite_state(&mut self, st: &mut State, map: &HashMap<SymbolId, Term>, memo: &mut HashMap<u32, Term>) {
+        let t = &mut self.model.terms;
+        st.pc = t.substitute(&st.pc, map, memo);
+        for v in st.vars.iter_mut().flatten() {
+            *v = t.substitute(v, map, memo);
+        }
+    }
+
+    /// Applies `map` to the records, symbols and parked states created since the marks.
+    fn rewrite_since(
+        &mut self,
+        rec_mark: usize,
+        sym_mark: usize,
+        parked_marks: &HashMap<(LabelId, bool), usize>,
+        map: &HashMap<SymbolId, Term>,
+        memo: &mut HashMap<u32, Term>,
+    ) {
+        let t = &mut self.model.terms;
+        for r in &mut self.model.records[rec_mark..] {
+            r.offset = t.substitute(&r.offset, map, memo);
+            r.width = t.substitute(&r.width, map, memo);
+            r.pc = t.substitute(&r.pc, map, memo);
+            r.phase.block = t.substitute(&r.phase.block, map, memo);
+            r.phase.warp = t.substitute(&r.phase.warp, map, memo);
+            r.phase.grid = t.substitute(&r.phase.grid, map, memo);
+        }
+        for s in &mut self.model.symbols[sym_mark..] {
+            if let Origin::Load { offset, width, .. } = &mut s.origin {
+                *offset = t.substitute(offset, map, memo);
+                *width = t.substitute(width, map, memo);
+            }
+        }
+        let keys: Vec<(LabelId, bool)> = self.parked.keys().copied().collect();
+        for key in keys {
+            let from = parked_marks.get(&key).copied().unwrap_or(0);
+            let mut states = self.parked.remove(&key).unwrap_or_default();
+            for st in states.iter_mut().skip(from) {
+                self.rewrite_state(st, map, memo);
+            }
+            self.parked.insert(key, states);
+        }
+    }
+}
