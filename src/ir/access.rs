@@ -114,6 +114,8 @@ pub struct AccessModel {
     /// converted back to its signed type, where every path through it also
     /// asserts that the value fits (overflow would be undefined).
     pub no_wrap: std::collections::HashSet<u32>,
+    /// What the model assumes beyond C semantics (reported with the verdict).
+    pub assumed: Vec<String>,
 }
 
 impl AccessModel {

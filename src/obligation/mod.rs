@@ -254,40 +254,8 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         }
         let shared = object.space == Space::Shared;
         stats.pairs += recs.len() * (recs.len() + 1) / 2;
-        let t0 = Instant::now();
-        let same = |x: usize, y: usize| {
-            let (a, b) = (&model.records[x], &model.records[y]);
-            (a.span, a.site) == (b.span, b.site)
-        };
-        let left = options.max_alarms - run.alarms.len();
-        if std::env::var("WARPDRF_PAIRWISE").is_ok() {
-            if !run.pairwise(&mut encoder, recs, shared, started, &mut stats) {
-                out_of_time = true;
-            }
-            continue;
-        }
-        let outcome = encoder.check_group(recs, shared, &same, left);
-        let ms = t0.elapsed().as_millis() as u64;
-        stats.solved += 1;
-        stats.solver_ms += ms;
-        stats.slowest_ms = stats.slowest_ms.max(ms);
-        match outcome {
-            smt::GroupOutcome::Done(found) => {
-                stats.sat += found.len();
-                for f in found {
-                    run.alarm(f, object.space);
-                }
-            }
-            smt::GroupOutcome::Unknown(_, found) => {
-                stats.sat += found.len();
-                for f in found {
-                    run.alarm(f, object.space);
-                }
-                // Localise what the solver could not decide: pair by pair.
-                if !run.pairwise(&mut encoder, recs, shared, started, &mut stats) {
-                    out_of_time = true;
-                }
-            }
+        if !run.pairwise(&mut encoder, recs, shared, started, &mut stats) {
+            out_of_time = true;
         }
     }
     let Run {
@@ -302,7 +270,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
             span: kernel.span,
         });
     }
-    let mut assumptions = Vec::new();
+    let mut assumptions = model.assumed.clone();
     if params_alias_assumed {
         assumptions.push("distinct pointer parameters do not alias".into());
     }

@@ -24,7 +24,8 @@
 //! Floating-point and opaque values are integers under uninterpreted
 //! functions: equal inputs give equal results, nothing more.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use z3::ast::{Ast, Bool, Dynamic, Int, BV};
 use z3::{FuncDecl, Params, SatResult, Solver, Sort};
@@ -50,14 +51,6 @@ pub struct Found {
     pub second: usize,
     pub witness: Witness,
     pub input_dependent: bool,
-}
-
-/// What deciding a group of accesses concluded.
-pub enum GroupOutcome {
-    /// Every conflict (up to the limit) is found.
-    Done(Vec<Found>),
-    /// The solver gave up after finding these.
-    Unknown(String, Vec<Found>),
 }
 
 /// The launch facts every obligation of a kernel shares.
@@ -156,21 +149,39 @@ fn ast_id(a: &Int) -> usize {
 }
 
 /// Encodes terms of one model for two thread instances (0 and 1).
+///
+/// Maps that hold Z3 terms are ordered: Z3 reuses the ids of freed terms and
+/// orders its search by id, so a random drop order would make runs differ.
 pub struct Encoder<'a> {
     kernel: &'a Kernel,
     model: &'a AccessModel,
     shape: Shape,
     timeout_ms: u64,
     /// Per solver session: encodings, definitions, abstractions.
-    cache: HashMap<(u32, usize), Dynamic>,
+    cache: BTreeMap<(u32, usize), Dynamic>,
     defs: Vec<Bool>,
     declared: HashSet<String>,
-    wraps: HashMap<(u32, usize), Int>,
+    wraps: BTreeMap<(u32, usize), Int>,
     products: Vec<Product>,
     divisions: Vec<Division>,
+    /// Abstractions by their operands' identities, so that the same product
+    /// met twice (in both threads, say) is one variable and lemmas relate it.
+    product_index: HashMap<(usize, usize), usize>,
+    division_index: HashMap<(usize, usize), usize>,
+    /// Encode nonlinear and bitwise operations as uninterpreted functions
+    /// (the cheap first pass), and whether any was.
+    abstract_ops: bool,
+    abstracted: bool,
+    /// Values of the pinnable leaves (by name) in the abstract pass's model:
+    /// the exact pass tries them first.
+    hints: Vec<(String, i128)>,
+    /// Launch-wide integer leaves (dimensions, parameters) and iteration
+    /// counts: fixing them to a model's values makes most index products
+    /// linear.
+    uniform_leaves: Vec<Int>,
     /// The linear thread index of each instance (per session).
     ltid: [Option<Int>; 2],
-    funcs: HashMap<String, FuncDecl>,
+    funcs: BTreeMap<String, FuncDecl>,
     /// Static value intervals of terms, by id (the same for both threads).
     intervals: HashMap<u32, Interval>,
     /// Objects no record writes: loads from them are functions of the address.
@@ -202,14 +213,20 @@ impl<'a> Encoder<'a> {
             model,
             shape,
             timeout_ms,
-            cache: HashMap::new(),
+            cache: BTreeMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
-            wraps: HashMap::new(),
+            wraps: BTreeMap::new(),
             products: Vec::new(),
             divisions: Vec::new(),
+            product_index: HashMap::new(),
+            division_index: HashMap::new(),
+            uniform_leaves: Vec::new(),
+            abstract_ops: false,
+            abstracted: false,
+            hints: Vec::new(),
             ltid: [None, None],
-            funcs: HashMap::new(),
+            funcs: BTreeMap::new(),
             intervals: HashMap::new(),
             read_only,
             record_symbols: HashMap::new(),
@@ -224,6 +241,10 @@ impl<'a> Encoder<'a> {
         self.wraps.clear();
         self.products.clear();
         self.divisions.clear();
+        self.product_index.clear();
+        self.division_index.clear();
+        self.uniform_leaves.clear();
+        self.abstracted = false;
         self.ltid = [None, None];
     }
 
@@ -367,7 +388,12 @@ impl<'a> Encoder<'a> {
             Builtin::WarpSize => return int(self.model.warp_size as i128),
         };
         let i = self.builtin_interval(b);
-        self.declare(&name, i)
+        let fresh = !self.declared.contains(&name);
+        let v = self.declare(&name, i);
+        if fresh && matches!(b, Builtin::BlockDim(_) | Builtin::GridDim(_)) {
+            self.uniform_leaves.push(v.clone());
+        }
+        v
     }
 
     fn tid(&mut self, d: Dim, inst: usize) -> Int {
@@ -388,16 +414,33 @@ impl<'a> Encoder<'a> {
     fn symbol_const(&mut self, s: SymbolId, inst: usize) -> Dynamic {
         let info = self.model.symbol(s);
         let (name, ty) = (format!("{}@{inst}", info.name), info.ty);
+        let counter = matches!(info.origin, Origin::Counter { .. } | Origin::ExitCount { .. });
+        let fresh = !self.declared.contains(&name);
         let i = self.symbol_interval(s);
-        self.leaf(name, ty, i)
+        let d = self.leaf(name, ty, i);
+        // Iteration counts are pinned with the launch values: then strides
+        // like `s >> k` are constants.
+        if let (true, true, Some(v)) = (counter, fresh, d.as_int()) {
+            self.uniform_leaves.push(v);
+        }
+        d
     }
 
     fn param_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
-        self.leaf(format!("param{i}"), ty, range_of(ty))
+        self.uniform_leaf(format!("param{i}"), ty)
     }
 
     fn sym_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
-        self.leaf(format!("sym{i}"), ty, range_of(ty))
+        self.uniform_leaf(format!("sym{i}"), ty)
+    }
+
+    fn uniform_leaf(&mut self, name: String, ty: ScalarTy) -> Dynamic {
+        let fresh = !self.declared.contains(&name);
+        let d = self.leaf(name, ty, range_of(ty));
+        if let (true, Some(v)) = (fresh, d.as_int()) {
+            self.uniform_leaves.push(v);
+        }
+        d
     }
 
     /// An uninterpreted function of `args` with the sort of `ty`.
@@ -568,6 +611,9 @@ impl<'a> Encoder<'a> {
                 let x = self.enc_int(a, inst);
                 let y = self.enc_int(b, inst);
                 let (ca, cb) = (a.as_int(), b.as_int());
+                if self.abstract_ops && Self::is_hard(op, ca, cb, bits) {
+                    return Dynamic::from_ast(&self.abstract_op(t, op, opty, x, y));
+                }
                 let d = |i: Int| Dynamic::from_ast(&i);
                 let out = match op {
                     BinOp::Add => {
@@ -608,6 +654,41 @@ impl<'a> Encoder<'a> {
                         let v = if low_mask(cb) { x } else { y };
                         d(v.modulo(int(m + 1)))
                     }
+                    // Shifts by a variable in range: `2^y` as a case split,
+                    // then a product or (for non-negative values) a quotient,
+                    // which stay in integer arithmetic.
+                    BinOp::Shl | BinOp::Shr
+                        if op == BinOp::Shl || self.interval(a).is_some_and(|(lo, _)| lo >= 0) =>
+                    {
+                        let width = bits as i128;
+                        let (lo, hi) = self.interval(b).unwrap_or((i128::MIN, i128::MAX));
+                        let outside = lo < 0 || hi >= width;
+                        let (lo, hi) = (lo.max(0), hi.min(width - 1));
+                        let (lo, hi) = if lo > hi { (0, width - 1) } else { (lo, hi) };
+                        // A shift by a negative amount or by the width or more
+                        // is undefined: any power.
+                        let pow = if outside {
+                            let any = Int::fresh_const("pow");
+                            self.defs.push(any.ge(int(1)));
+                            self.defs.push(any.le(int(1i128 << hi)));
+                            Self::pow2(&y, lo, hi, Some(any))
+                        } else {
+                            Self::pow2(&y, lo, hi, None)
+                        };
+                        let pow_iv = Some((1i128 << lo, 1i128 << hi));
+                        if op == BinOp::Shl {
+                            let r = match ca {
+                                Some(c) => Int::mul(&[int(c), pow]),
+                                None => {
+                                    let ia = self.interval(a);
+                                    self.product(x, pow, ia, pow_iv)
+                                }
+                            };
+                            d(self.wrap(t, inst, r))
+                        } else {
+                            d(self.division(x, pow).0)
+                        }
+                    }
                     BinOp::Shl | BinOp::Shr | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
                         d(self.via_bits(op, x, y, bits as u32, signed))
                     }
@@ -646,6 +727,50 @@ impl<'a> Encoder<'a> {
         }
     }
 
+    /// Operations outside linear arithmetic: products of two variables,
+    /// division by a variable, bitwise operations other than low masks,
+    /// shifts by a variable.
+    fn is_hard(op: BinOp, ca: Option<i128>, cb: Option<i128>, bits: u8) -> bool {
+        let in_width = |c: Option<i128>| c.is_some_and(|c| (0..bits as i128).contains(&c));
+        match op {
+            BinOp::Mul => ca.is_none() && cb.is_none(),
+            BinOp::Div | BinOp::Rem => !cb.is_some_and(|c| c != 0),
+            BinOp::Shl | BinOp::Shr => !in_width(cb),
+            BinOp::BitAnd => !(low_mask(ca) || low_mask(cb)),
+            BinOp::BitOr | BinOp::BitXor => true,
+            _ => false,
+        }
+    }
+
+    /// `t` as an uninterpreted function of its operands, within its static
+    /// interval: equal operands give equal results (both threads compute one
+    /// stride alike), nothing else. Sound for `unsat` only.
+    fn abstract_op(&mut self, t: &Term, op: BinOp, opty: ScalarTy, x: Int, y: Int) -> Int {
+        self.abstracted = true;
+        let name = format!("{}.{op:?}", crate::ir::term::ty_name(opty));
+        let args = [Dynamic::from_ast(&x), Dynamic::from_ast(&y)];
+        let v = Self::as_int(self.uf(&name, &args, t.ty));
+        if let Some((lo, hi)) = self.interval(t) {
+            self.defs.push(v.ge(int(lo)));
+            self.defs.push(v.le(int(hi)));
+        }
+        let zero = int(0);
+        match op {
+            // Halving and quotients of non-negative values do not grow.
+            BinOp::Div => self.defs.push(
+                Bool::and(&[x.ge(&zero), y.ge(int(1))]).implies(&Bool::and(&[v.ge(&zero), v.le(&x)])),
+            ),
+            BinOp::Shr => self.defs.push(
+                Bool::and(&[x.ge(&zero), y.ge(&zero)]).implies(&Bool::and(&[v.ge(&zero), v.le(&x)])),
+            ),
+            BinOp::Rem => self.defs.push(
+                Bool::and(&[x.ge(&zero), y.ge(int(1))]).implies(&Bool::and(&[v.ge(&zero), v.lt(&y), v.le(&x)])),
+            ),
+            _ => {}
+        }
+        v
+    }
+
     /// C division and remainder by a non-zero constant.
     fn div_const(&mut self, a: &Term, x: Int, c: i128) -> (Int, Int) {
         let nonneg = self.interval(a).is_some_and(|(lo, _)| lo >= 0);
@@ -659,6 +784,19 @@ impl<'a> Encoder<'a> {
         let q = if neg { trunc.unary_minus() } else { trunc };
         let r = Int::sub(&[x, Int::mul(&[q.clone(), int(c)])]);
         (q, r)
+    }
+
+    /// `2^y` for `y` in `lo..=hi`, as a chain of cases; `other` for `y`
+    /// outside (when it can be).
+    fn pow2(y: &Int, lo: i128, hi: i128, other: Option<Int>) -> Int {
+        let mut v = match other {
+            Some(o) => y.eq(int(hi)).ite(&int(1i128 << hi), &o),
+            None => int(1i128 << hi),
+        };
+        for e in (lo..hi).rev() {
+            v = y.eq(int(e)).ite(&int(1i128 << e), &v);
+        }
+        v
     }
 
     /// A bitwise operation through bit-vectors of the type's width.
@@ -685,6 +823,14 @@ impl<'a> Encoder<'a> {
             (_, Some((a, b))) if a == b => return Int::mul(&[int(a), x]),
             _ => {}
         }
+        let key = {
+            let (a, b) = (ast_id(&x), ast_id(&y));
+            (a.min(b), a.max(b))
+        };
+        if let Some(&i) = self.product_index.get(&key) {
+            return self.products[i].p.clone();
+        }
+        self.product_index.insert(key, self.products.len());
         let p = Int::fresh_const("mul");
         if let (Some((xl, xh)), Some((yl, yh))) = (ix, iy) {
             let lin = |cx: i128, cy: i128, c: i128| {
@@ -702,6 +848,21 @@ impl<'a> Encoder<'a> {
                 self.defs.push(p.le(lin(xl, yh, c4)));
             }
         }
+        // Sign and magnitude lemmas (as incremental linearisation starts).
+        let zero = int(0);
+        let one = int(1);
+        let (xp, xn, yp, yn) = (x.ge(&zero), x.le(&zero), y.ge(&zero), y.le(&zero));
+        self.defs.push(Bool::and(&[xp.clone(), yp.clone()]).implies(&p.ge(&zero)));
+        self.defs.push(Bool::and(&[xn.clone(), yn.clone()]).implies(&p.ge(&zero)));
+        self.defs.push(Bool::and(&[xp.clone(), yn]).implies(&p.le(&zero)));
+        self.defs.push(Bool::and(&[xn, yp.clone()]).implies(&p.le(&zero)));
+        self.defs.push(Bool::and(&[x.ge(&one), yp]).implies(&p.ge(&y)));
+        self.defs.push(Bool::and(&[y.ge(&one), xp]).implies(&p.ge(&x)));
+        if ast_id(&x) == ast_id(&y) {
+            self.defs.push(p.ge(&zero));
+            self.defs.push(p.ge(&x));
+            self.defs.push(p.ge(x.unary_minus()));
+        }
         self.defs.push(Bool::or(&[x.eq(int(0)), y.eq(int(0))]).implies(&p.eq(int(0))));
         self.defs.push(x.eq(int(1)).implies(&p.eq(&y)));
         self.defs.push(y.eq(int(1)).implies(&p.eq(&x)));
@@ -717,6 +878,12 @@ impl<'a> Encoder<'a> {
     /// C division by a non-constant divisor: fresh quotient and remainder with
     /// the facts of non-negative operands; refined when a model needs it.
     fn division(&mut self, x: Int, y: Int) -> (Int, Int) {
+        let key = (ast_id(&x), ast_id(&y));
+        if let Some(&i) = self.division_index.get(&key) {
+            let d = &self.divisions[i];
+            return (d.q.clone(), d.r.clone());
+        }
+        self.division_index.insert(key, self.divisions.len());
         let q = Int::fresh_const("div");
         let r = Int::fresh_const("rem");
         let zero = int(0);
@@ -774,12 +941,11 @@ impl<'a> Encoder<'a> {
 
     /// Rules out the model's wrong abstraction values: at the model's value
     /// of one factor the product is linear in the other (a linear lemma, as
-    /// incremental linearisation does); with `exact`, the nonlinear definition
-    /// itself. False when the model is exact.
-    fn refine(&mut self, m: &z3::Model, solver: &Solver, exact: bool) -> bool {
-        let mut refined = false;
-        let zero = int(0);
-        for pr in &mut self.products {
+    /// incremental linearisation does), and tangent planes at the model's
+    /// point. None when the model is exact.
+    fn refine(&self, m: &z3::Model) -> Vec<Bool> {
+        let mut lemmas = Vec::new();
+        for pr in &self.products {
             if pr.exact {
                 continue;
             }
@@ -790,16 +956,26 @@ impl<'a> Encoder<'a> {
             if xv.checked_mul(yv) == Some(pv) {
                 continue;
             }
-            refined = true;
-            if exact {
-                pr.exact = true;
-                solver.assert(&pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
-            } else {
-                solver.assert(&pr.x.eq(int(xv)).implies(&pr.p.eq(Int::mul(&[int(xv), pr.y.clone()]))));
-                solver.assert(&pr.y.eq(int(yv)).implies(&pr.p.eq(Int::mul(&[int(yv), pr.x.clone()]))));
+            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                eprintln!("    {} = {} * {}: {pv} != {xv} * {yv}", pr.p, pr.x, pr.y);
             }
+            let (x, y, p) = (&pr.x, &pr.y, &pr.p);
+            lemmas.push(x.eq(int(xv)).implies(&p.eq(Int::mul(&[int(xv), y.clone()]))));
+            lemmas.push(y.eq(int(yv)).implies(&p.eq(Int::mul(&[int(yv), x.clone()]))));
+            // Tangent planes at (xv, yv): the sign of (x-xv)(y-yv) places
+            // the product above or below the plane.
+            let plane = Int::add(&[
+                Int::mul(&[int(yv), x.clone()]),
+                Int::mul(&[int(xv), y.clone()]),
+                int(-(xv * yv)),
+            ]);
+            let (xa, xb, ya, yb) = (x.gt(int(xv)), x.lt(int(xv)), y.gt(int(yv)), y.lt(int(yv)));
+            let above = Bool::or(&[Bool::and(&[xa.clone(), ya.clone()]), Bool::and(&[xb.clone(), yb.clone()])]);
+            let below = Bool::or(&[Bool::and(&[xa, yb]), Bool::and(&[xb, ya])]);
+            lemmas.push(above.implies(&p.gt(&plane)));
+            lemmas.push(below.implies(&p.lt(&plane)));
         }
-        for dv in &mut self.divisions {
+        for dv in &self.divisions {
             if dv.exact {
                 continue;
             }
@@ -815,51 +991,188 @@ impl<'a> Encoder<'a> {
             if yv == 0 || c_div(xv, yv) == Some((qv, rv)) {
                 continue;
             }
-            refined = true;
-            let (x, y, q, r) = (&dv.x, &dv.y, &dv.q, &dv.r);
-            let abs = |v: &Int| v.ge(&zero).ite(v, &v.unary_minus());
-            // x = q*y + r, |r| < |y|, r has the sign of x (C truncation).
-            let definition = |qy: Int| {
-                Bool::and(&[
-                    x.eq(Int::add(&[qy, r.clone()])),
-                    abs(r).lt(abs(y)),
-                    x.ge(&zero).implies(&r.ge(&zero)),
-                    x.lt(&zero).implies(&r.le(&zero)),
-                ])
-            };
-            if exact {
-                dv.exact = true;
-                let qy = Int::mul(&[q.clone(), y.clone()]);
-                solver.assert(&y.eq(&zero).not().implies(&definition(qy)));
-            } else {
-                let qy = Int::mul(&[int(yv), q.clone()]);
-                solver.assert(&y.eq(int(yv)).implies(&definition(qy)));
-            }
+            lemmas.push(Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, Some(yv)));
         }
-        refined
+        lemmas
     }
 
-    /// Checks `solver`, refining abstractions until a model is exact.
+    /// Checks `solver`, refining abstractions until a model is exact; after
+    /// the linear rounds, every abstraction gets its exact (nonlinear)
+    /// definition, so a final `sat` is always a true model.
+    ///
+    /// Side queries use fresh solvers with the assertions copied: assumptions
+    /// or push/pop would switch Z3 to its incremental core, which is far
+    /// slower on these linear problems.
     fn solve(&mut self, solver: &Solver) -> (SatResult, Option<z3::Model>) {
         const LINEAR_ROUNDS: usize = 16;
-        for round in 0..=LINEAR_ROUNDS {
-            let r = solver.check();
+        let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(self.timeout_ms);
+        // Heuristic queries (pinned launch values) get a slice of the time.
+        let slice = Duration::from_millis((self.timeout_ms / 8).max(250));
+        // The abstract pass's launch and iteration values, tried first.
+        if !self.hints.is_empty() {
+            let hints = std::mem::take(&mut self.hints);
+            let pins: Vec<Bool> = self
+                .uniform_leaves
+                .iter()
+                .filter_map(|v| {
+                    let name = v.to_string();
+                    let &(_, value) = hints.iter().find(|(n, _)| *n == name)?;
+                    Some(v.eq(int(value)))
+                })
+                .collect();
+            let until = (Instant::now() + slice).min(deadline);
+            if let Some(found) = self.pinned_to(solver, &pins, until) {
+                if debug {
+                    eprintln!("  hinted: sat at {:?}", started.elapsed());
+                }
+                return (SatResult::Sat, Some(found));
+            }
+        }
+        let mut pinned = false;
+        for round in 1..=LINEAR_ROUNDS {
+            let r = check_until(solver, deadline);
             if r != SatResult::Sat {
                 return (r, None);
             }
             let Some(m) = solver.get_model() else {
                 return (SatResult::Unknown, None);
             };
-            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                eprintln!("  round {round}: sat");
+            if debug {
+                eprintln!("  round {round}: sat at {:?}", started.elapsed());
             }
-            if !self.refine(&m, solver, round == LINEAR_ROUNDS) {
+            let lemmas = self.refine(&m);
+            if lemmas.is_empty() {
+                if self.abstract_ops {
+                    self.hints = self
+                        .uniform_leaves
+                        .iter()
+                        .filter_map(|v| Some((v.to_string(), Self::model_int(&m, v)?)))
+                        .collect();
+                }
                 return (r, Some(m));
             }
+            for l in &lemmas {
+                solver.assert(l);
+            }
+            // Alarms first: with the launch-wide values fixed, index products
+            // become linear and a true model is often a round or two away.
+            // Small launches first (their arithmetic is easy), then this
+            // model's. Lemmas learnt under pins hold without them.
+            if !pinned && !self.uniform_leaves.is_empty() {
+                pinned = true;
+                let until = (Instant::now() + slice).min(deadline);
+                let small: Vec<Bool> = self
+                    .uniform_leaves
+                    .iter()
+                    .flat_map(|v| [v.ge(int(-8)), v.le(int(64))])
+                    .collect();
+                let mut candidates = Vec::new();
+                let side = self.copy_of(solver, &small);
+                if check_until(&side, until) == SatResult::Sat {
+                    candidates.extend(side.get_model());
+                }
+                candidates.push(m);
+                for m in candidates {
+                    if let Some(found) = self.pinned(solver, &m, until) {
+                        if debug {
+                            eprintln!("  pinned: sat at {:?}", started.elapsed());
+                        }
+                        return (SatResult::Sat, Some(found));
+                    }
+                }
+            }
         }
-        let r = solver.check();
+        self.make_exact(solver);
+        let r = check_until(solver, deadline);
         let m = if r == SatResult::Sat { solver.get_model() } else { None };
+        if r == SatResult::Sat && m.is_none() {
+            return (SatResult::Unknown, None);
+        }
         (r, m)
+    }
+
+    /// A fresh solver with `solver`'s assertions and `extra`.
+    fn copy_of(&self, solver: &Solver, extra: &[Bool]) -> Solver {
+        let copy = self.new_solver();
+        for a in solver.get_assertions() {
+            copy.assert(&a);
+        }
+        for e in extra {
+            copy.assert(e);
+        }
+        copy
+    }
+
+    /// Refinement with the uniform leaves fixed to `m`'s values: an exact
+    /// model if one is found in a few rounds. Its lemmas also go to `solver`.
+    fn pinned(&mut self, solver: &Solver, m: &z3::Model, until: Instant) -> Option<z3::Model> {
+        let pins: Vec<Bool> = self
+            .uniform_leaves
+            .iter()
+            .filter_map(|v| Some(v.eq(int(Self::model_int(m, v)?))))
+            .collect();
+        self.pinned_to(solver, &pins, until)
+    }
+
+    /// Refinement under `pins`: an exact model if one is found in a few
+    /// rounds. Its lemmas also go to `solver`.
+    fn pinned_to(&mut self, solver: &Solver, pins: &[Bool], until: Instant) -> Option<z3::Model> {
+        const PINNED_ROUNDS: usize = 8;
+        let side = self.copy_of(solver, pins);
+        for _ in 0..PINNED_ROUNDS {
+            if check_until(&side, until) != SatResult::Sat {
+                return None;
+            }
+            let m = side.get_model()?;
+            let lemmas = self.refine(&m);
+            if lemmas.is_empty() {
+                return Some(m);
+            }
+            for l in &lemmas {
+                side.assert(l);
+                solver.assert(l);
+            }
+        }
+        None
+    }
+
+    /// Asserts the exact definition of every abstraction not yet exact.
+    fn make_exact(&mut self, solver: &Solver) {
+        for pr in &mut self.products {
+            if !pr.exact {
+                pr.exact = true;
+                solver.assert(&pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
+            }
+        }
+        for dv in &mut self.divisions {
+            if !dv.exact {
+                dv.exact = true;
+                solver.assert(&Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, None));
+            }
+        }
+    }
+
+    /// C division `x = q*y + r`, `|r| < |y|`, `r` with the sign of `x`; with
+    /// `at = Some(v)`, only where `y = v` (a linear lemma).
+    fn division_definition(x: &Int, y: &Int, q: &Int, r: &Int, at: Option<i128>) -> Bool {
+        let zero = int(0);
+        let abs = |v: &Int| v.ge(&zero).ite(v, &v.unary_minus());
+        let qy = match at {
+            Some(v) => Int::mul(&[int(v), q.clone()]),
+            None => Int::mul(&[q.clone(), y.clone()]),
+        };
+        let definition = Bool::and(&[
+            x.eq(Int::add(&[qy, r.clone()])),
+            abs(r).lt(abs(y)),
+            x.ge(&zero).implies(&r.ge(&zero)),
+            x.lt(&zero).implies(&r.le(&zero)),
+        ]);
+        match at {
+            Some(v) => y.eq(int(v)).implies(&definition),
+            None => y.eq(&zero).not().implies(&definition),
+        }
     }
 
     /// "No signed overflow" for the signed `+ - * <<` and negations that
@@ -1005,6 +1318,31 @@ impl<'a> Encoder<'a> {
 
     /// Facts about symbols: uniform symbols agree between the threads that
     /// share them; loads from memory nobody writes agree when their addresses do.
+    /// A thread in iteration `k` of a loop whose exit count `N` is shared
+    /// (a barrier loop) has `k < N`; the other thread's `N` is then its own.
+    /// This orders an access inside a barrier loop before one after it.
+    fn exit_facts(&mut self, syms: &mut [Vec<SymbolId>; 2], out: &mut Vec<Bool>) {
+        for inst in 0..2 {
+            let other = syms[1 - inst].clone();
+            for k in syms[inst].clone() {
+                let Origin::Counter { label } = self.model.symbol(k).origin else {
+                    continue;
+                };
+                for &n in &other {
+                    let info = self.model.symbol(n);
+                    if info.scope == Scope::Thread || !matches!(info.origin, Origin::ExitCount { label: l } if l == label) {
+                        continue;
+                    }
+                    if !syms[inst].contains(&n) {
+                        syms[inst].push(n);
+                    }
+                    let (kv, nv) = (self.symbol_const(k, inst), self.symbol_const(n, inst));
+                    out.push(Self::as_int(kv).lt(Self::as_int(nv)));
+                }
+            }
+        }
+    }
+
     fn symbol_facts(&mut self, syms: &[Vec<SymbolId>; 2], out: &mut Vec<Bool>) {
         let same_block = self.same_block();
         let same_warp = self.same_warp();
@@ -1146,14 +1484,32 @@ impl<'a> Encoder<'a> {
     }
 
     /// Decides whether records `i` and `j` conflict.
+    /// Decides one pair: first with hard operations abstracted (most
+    /// race-freedom proofs need only that both threads compute a stride
+    /// alike), then exactly.
     pub fn check_pair(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
+        self.hints.clear();
+        self.abstract_ops = true;
+        let full = self.timeout_ms;
+        self.timeout_ms = (full / 4).max(100);
+        let first = self.check_pair_once(i, j, shared);
+        self.timeout_ms = full;
+        self.abstract_ops = false;
+        if matches!(first, Outcome::Unsat) || !self.abstracted {
+            return first;
+        }
+        self.check_pair_once(i, j, shared)
+    }
+
+    fn check_pair_once(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
         self.begin();
         let model = self.model;
         let (a, b) = (&model.records[i], &model.records[j]);
-        let syms = [self.symbols_of_record(i), self.symbols_of_record(j)];
+        let mut syms = [self.symbols_of_record(i), self.symbols_of_record(j)];
         let (conflict, side) = self.conflict(a, b, shared);
         let mut facts = self.shape_facts();
         facts.extend(side);
+        self.exit_facts(&mut syms, &mut facts);
         self.symbol_facts(&syms, &mut facts);
         let solver = self.new_solver();
         facts.extend(self.product_lemmas());
@@ -1162,9 +1518,12 @@ impl<'a> Encoder<'a> {
             solver.assert(f);
         }
         solver.assert(&conflict);
-        self.dump(&solver, &format!("{i}_{j}"));
+        self.dump(&solver, &format!("{i}_{j}{}", if self.abstract_ops { "_abstract" } else { "" }));
         match self.solve(&solver) {
             (SatResult::Unsat, _) => Outcome::Unsat,
+            (SatResult::Sat, Some(_)) if self.abstract_ops && self.abstracted => {
+                Outcome::Unknown("an abstraction's model".into())
+            }
             (SatResult::Sat, Some(m)) => {
                 let witness = self.witness(&m, a, b, &syms);
                 let t = std::time::Instant::now();
@@ -1189,196 +1548,6 @@ impl<'a> Encoder<'a> {
         if let Ok(dir) = std::env::var("WARPDRF_DUMP_SMT") {
             let path = format!("{dir}/{}_{what}.smt2", self.kernel.name);
             let _ = std::fs::write(path, solver.to_smt2());
-        }
-    }
-
-    /// A record's path condition; `relaxed` keeps only the conjuncts whose
-    /// symbols the record's address, width or phases mention.
-    fn path_condition(&mut self, r: usize, inst: usize, relaxed: bool) -> (Bool, Vec<Term>) {
-        let rec = &self.model.records[r];
-        if !relaxed {
-            return (self.enc_bool(&rec.pc, inst), vec![rec.pc.clone()]);
-        }
-        let mut allowed = Vec::new();
-        let mut seen = HashSet::new();
-        for t in [&rec.offset, &rec.width, &rec.phase.block, &rec.phase.warp, &rec.phase.grid] {
-            symbols_of(t, &mut allowed, &mut seen);
-        }
-        let mut conjuncts = Vec::new();
-        let mut stack = vec![rec.pc.clone()];
-        while let Some(t) = stack.pop() {
-            match &t.kind {
-                TermKind::Binary(BinOp::And, _, a, b) => {
-                    stack.push(a.clone());
-                    stack.push(b.clone());
-                }
-                _ => conjuncts.push(t),
-            }
-        }
-        let mut kept = Vec::new();
-        let mut terms = Vec::new();
-        for c in conjuncts {
-            let mut mine = Vec::new();
-            symbols_of(&c, &mut mine, &mut HashSet::new());
-            if mine.iter().all(|s| allowed.contains(s)) {
-                kept.push(self.enc_bool(&c, inst));
-                terms.push(c);
-            }
-        }
-        (Bool::and(&kept), terms)
-    }
-
-    /// One solver for a group of records (see [`Encoder::check_group`]).
-    fn group_solver(&mut self, recs: &[usize], shared: bool, relaxed: bool) -> Solver {
-        self.begin();
-        let model = self.model;
-        let solver = self.new_solver();
-        for f in self.shape_facts() {
-            solver.assert(&f);
-        }
-        // The chosen access of each thread, as variables.
-        let v = |name: &str, inst: usize| Int::new_const(format!("{name}@{inst}"));
-        let off = [v("off", 0), v("off", 1)];
-        let width = [v("width", 0), v("width", 1)];
-        let ph = [
-            [v("bphase", 0), v("wphase", 0), v("gphase", 0)],
-            [v("bphase", 1), v("wphase", 1), v("gphase", 1)],
-        ];
-        let coll = [Bool::new_const("collective@0"), Bool::new_const("collective@1")];
-        let atomic = [Bool::new_const("atomic@0"), Bool::new_const("atomic@1")];
-        let writes = [Bool::new_const("writes@0"), Bool::new_const("writes@1")];
-        let mut syms: [Vec<SymbolId>; 2] = [Vec::new(), Vec::new()];
-        for inst in 0..2 {
-            let mut any = Vec::new();
-            for &r in recs {
-                let rec = &model.records[r];
-                let (pc, pc_terms) = self.path_condition(r, inst, relaxed);
-                let mut parts = vec![
-                    pc,
-                    off[inst].eq(self.enc_int(&rec.offset, inst)),
-                    width[inst].eq(self.enc_int(&rec.width, inst)),
-                    ph[inst][0].eq(self.enc_int(&rec.phase.block, inst)),
-                    ph[inst][1].eq(self.enc_int(&rec.phase.warp, inst)),
-                    ph[inst][2].eq(self.enc_int(&rec.phase.grid, inst)),
-                    coll[inst].iff(&Bool::from_bool(rec.collective)),
-                    atomic[inst].iff(&Bool::from_bool(matches!(rec.kind, crate::ir::AccessKind::Atomic(_)))),
-                    writes[inst].iff(&Bool::from_bool(rec.kind.writes())),
-                ];
-                let mut seen = HashSet::new();
-                for t in pc_terms.iter().chain(std::iter::once(&rec.offset)) {
-                    self.no_overflow(t, inst, &mut seen, &mut parts);
-                }
-                let sel = selector(r, inst);
-                solver.assert(&sel.implies(&Bool::and(&parts)));
-                any.push(sel);
-                for x in self.symbols_of_record(r) {
-                    if !syms[inst].contains(&x) {
-                        syms[inst].push(x);
-                    }
-                }
-            }
-            solver.assert(&Bool::or(&any));
-        }
-        let mut facts = Vec::new();
-        self.symbol_facts(&syms, &mut facts);
-        for f in &facts {
-            solver.assert(f);
-        }
-        let collective = Bool::and(&[coll[0].clone(), coll[1].clone()]);
-        let u = self.unordered(
-            [&off[0], &off[1]],
-            [&width[0], &width[1]],
-            [[&ph[0][0], &ph[0][1], &ph[0][2]], [&ph[1][0], &ph[1][1], &ph[1][2]]],
-            collective,
-            shared,
-        );
-        solver.assert(&Bool::and(&[
-            u,
-            Bool::or(&[writes[0].clone(), writes[1].clone()]),
-            Bool::and(&[atomic[0].clone(), atomic[1].clone()]).not(),
-        ]));
-        for l in self.product_lemmas() {
-            solver.assert(&l);
-        }
-        for d in &self.defs {
-            solver.assert(d);
-        }
-        self.dump(
-            &solver,
-            &format!("group_{}{}", recs[0], if relaxed { "_relaxed" } else { "" }),
-        );
-        solver
-    }
-
-    /// Decides every pair of `recs` (accesses of one object) in one solver:
-    /// thread 1 performs some access of the group and thread 2 some access,
-    /// chosen by selector literals. Each model is a conflict; its statement
-    /// pair is then blocked and the solver asked again, up to `max` conflicts.
-    /// `same` says which records are one statement (one alarm).
-    pub fn check_group(
-        &mut self,
-        recs: &[usize],
-        shared: bool,
-        same: &dyn Fn(usize, usize) -> bool,
-        max: usize,
-    ) -> GroupOutcome {
-        // First without the path-condition conjuncts that constrain nothing
-        // the addresses and phases mention (earlier loops' exit conditions,
-        // data-dependent guards): a relaxation, so `unsat` there is final.
-        let relaxed = self.group_solver(recs, shared, true);
-        if self.solve(&relaxed).0 == SatResult::Unsat {
-            return GroupOutcome::Done(Vec::new());
-        }
-        let model = self.model;
-        let mut found: Vec<Found> = Vec::new();
-        let solver = self.group_solver(recs, shared, false);
-        loop {
-            match self.solve(&solver) {
-                (SatResult::Unsat, _) => return GroupOutcome::Done(found),
-                (SatResult::Sat, Some(m)) => {
-                    let chosen = |inst: usize| {
-                        recs.iter()
-                            .copied()
-                            .find(|&r| m.eval(&selector(r, inst), true).and_then(|b| b.as_bool()) == Some(true))
-                    };
-                    let (Some(a), Some(b)) = (chosen(0), chosen(1)) else {
-                        return GroupOutcome::Unknown("the solver's model selects no access".into(), found);
-                    };
-                    let (ra, rb) = (&model.records[a], &model.records[b]);
-                    let pair_syms = [self.symbols_of_record(a), self.symbols_of_record(b)];
-                    let witness = self.witness(&m, ra, rb, &pair_syms);
-                    let (conflict, side) = self.conflict(ra, rb, shared);
-                    let mut pair_facts = self.shape_facts();
-                    pair_facts.extend(side);
-                    self.symbol_facts(&pair_syms, &mut pair_facts);
-                    pair_facts.extend(self.product_lemmas());
-                    pair_facts.append(&mut self.defs.clone());
-                    let input_dependent = self.input_dependent(&m, &pair_syms, &pair_facts, &conflict);
-                    found.push(Found {
-                        first: a,
-                        second: b,
-                        witness,
-                        input_dependent,
-                    });
-                    if found.len() >= max {
-                        return GroupOutcome::Done(found);
-                    }
-                    // One alarm per pair of statements: block every such pair.
-                    for &x in recs {
-                        for &y in recs {
-                            if (same(x, a) && same(y, b)) || (same(x, b) && same(y, a)) {
-                                solver.assert(&Bool::and(&[selector(x, 0), selector(y, 1)]).not());
-                            }
-                        }
-                    }
-                }
-                _ => {
-                    let reason = solver
-                        .get_reason_unknown()
-                        .unwrap_or_else(|| "the solver gave up".into());
-                    return GroupOutcome::Unknown(reason, found);
-                }
-            }
         }
     }
 
@@ -1510,8 +1679,16 @@ impl<'a> Encoder<'a> {
     }
 }
 
-fn selector(r: usize, inst: usize) -> Bool {
-    Bool::new_const(format!("sel{r}@{inst}"))
+/// Checks `solver` with what is left until `until`; none left is `unknown`.
+fn check_until(solver: &Solver, until: Instant) -> SatResult {
+    let left = until.saturating_duration_since(Instant::now());
+    if left.as_millis() == 0 {
+        return SatResult::Unknown;
+    }
+    let mut params = Params::new();
+    params.set_u32("timeout", left.as_millis().min(u32::MAX as u128) as u32);
+    solver.set_params(&params);
+    solver.check()
 }
 
 /// A constant `2^m − 1` (m ≥ 1): `x & c` is `x mod 2^m`.

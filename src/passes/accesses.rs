@@ -85,9 +85,10 @@ pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
             warp_size,
             unknowns: Vec::new(),
             no_wrap: HashSet::new(),
+            assumed: Vec::new(),
         },
         loops: Vec::new(),
-        parked: HashMap::new(),
+        parked: Default::default(),
         fits: Vec::new(),
     };
     let t = &mut exec.model.terms;
@@ -110,7 +111,7 @@ struct Exec<'k> {
     /// Counters of the loops being executed, outermost first.
     loops: Vec<SymbolId>,
     /// States waiting at a label: (label, is a `continue`).
-    parked: HashMap<(LabelId, bool), Vec<State>>,
+    parked: std::collections::BTreeMap<(LabelId, bool), Vec<State>>,
     /// Facts of the loop being closed: its signed counters fit their type.
     fits: Vec<Term>,
 }
@@ -880,10 +881,20 @@ impl<'k> Exec<'k> {
                 let step = t.binary(BinOp::Mul, wide, k64, d64);
                 let sum = t.binary(if negate { BinOp::Sub } else { BinOp::Add }, wide, x64, step);
                 let narrow = t.cast(ty, sum.clone());
-                if op_signed && wide != ty {
+                if signed && wide != ty {
                     // Signed overflow is undefined: an iteration whose value
                     // does not fit the variable is never reached, so the
-                    // conversion back never wraps.
+                    // conversion back never wraps. A signed variable updated
+                    // in unsigned arithmetic (`int i; i += blockDim.x`) could
+                    // wrap to negative values only with a bound within one
+                    // step of its maximum; that is assumed away, and said.
+                    if let (false, Some(var)) = (op_signed, self.kernel.vars.get(slot)) {
+                        let note = format!("the signed loop variable `{}` does not wrap past its maximum", var.name);
+                        if !self.model.assumed.contains(&note) {
+                            self.model.assumed.push(note);
+                        }
+                    }
+                    let t = &mut self.model.terms;
                     let (lo, hi) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
                     let lo = t.int(lo, wide);
                     let hi = t.int(hi, wide);
