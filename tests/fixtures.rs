@@ -347,11 +347,11 @@ fn headers_are_parsed_strictly() {
         parse_header("// expect k2: memory=pass participation=alarm\n// args: --block-dim 64\n// ir: foo\n").unwrap();
     assert_eq!(h.expects[0].0.as_deref(), Some("k2"));
     assert_eq!(h.expects[0].1, Some(Verdict::Pass));
+    assert_eq!(h.args, ["--block-dim", "64"]);
+    assert_eq!(h.ir, ["foo"]);
     let h = parse_header("// expect: memory=alarm\n").unwrap();
     assert_eq!((h.expects[0].1, h.expects[0].2), (Some(Verdict::Alarm), None));
     assert!(parse_header("// expect: \n").is_err());
-    assert_eq!(h.args, ["--block-dim", "64"]);
-    assert_eq!(h.ir, ["foo"]);
 }
 
 /// The printed IR of a fixture (all kernels), for snapshots.

@@ -494,19 +494,33 @@ impl<'u> Lowerer<'u> {
                     Type::Nullptr => return true,
                     _ => return !mentions(&text, names),
                 },
-                "array_declarator" | "abstract_array_declarator" => match actual.clone() {
-                    Type::Array(inner, count) => {
-                        if let (Some(size), Some(count)) = (n.field("size"), count) {
-                            let sname = super::index::normalize(self.text(size));
-                            if names.contains(&sname) && !env.contains_key(&sname) {
-                                env.insert(sname, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
-                            }
-                        }
-                        actual = (*inner).clone();
+                "array_declarator" | "abstract_array_declarator" => {
+                    // `x[N][M]`: the outer node has M, the type's first bound
+                    // is the innermost node's.
+                    let mut chain = vec![n];
+                    let mut m = n.field("declarator");
+                    while let Some(d) = m.filter(|d| d.kind().ends_with("array_declarator")) {
+                        chain.push(d);
+                        m = d.field("declarator");
                     }
-                    Type::Ptr(inner) => actual = (*inner).clone(),
-                    _ => return !mentions(&text, names),
-                },
+                    for a in chain.iter().rev() {
+                        match actual.clone() {
+                            Type::Array(inner, count) => {
+                                if let (Some(size), Some(count)) = (a.field("size"), count) {
+                                    let sname = super::index::normalize(self.text(size));
+                                    if names.contains(&sname) && !env.contains_key(&sname) {
+                                        env.insert(sname, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
+                                    }
+                                }
+                                actual = (*inner).clone();
+                            }
+                            Type::Ptr(inner) => actual = (*inner).clone(),
+                            _ => return !mentions(&text, names),
+                        }
+                    }
+                    node = m;
+                    continue;
+                }
                 _ => {}
             }
             node = n

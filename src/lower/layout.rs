@@ -64,18 +64,20 @@ impl<'u> Lowerer<'u> {
     pub(super) fn apply_declarator(&mut self, base: Type, declarator: Node<'u>) -> (Type, Option<String>) {
         let mut ty = base;
         let mut node = declarator;
-        // Array bounds apply inside out: `T a[2][3]` is an array of 2 arrays of 3.
+        // `T a[2][3]` is an array of 2 arrays of 3; its outermost declarator
+        // node carries the last bound, so bounds are met last-first and
+        // applied in that order.
         let mut arrays: Vec<Option<u64>> = Vec::new();
         for _ in 0..64 {
             match node.kind() {
                 "pointer_declarator" | "abstract_pointer_declarator" => {
-                    for a in arrays.drain(..).rev() {
+                    for a in arrays.drain(..) {
                         ty = Type::Array(Rc::new(ty), a);
                     }
                     ty = Type::ptr(ty);
                 }
                 "reference_declarator" | "abstract_reference_declarator" => {
-                    for a in arrays.drain(..).rev() {
+                    for a in arrays.drain(..) {
                         ty = Type::Array(Rc::new(ty), a);
                     }
                     ty = Type::Ref(Rc::new(ty));
@@ -97,7 +99,7 @@ impl<'u> Lowerer<'u> {
                     ty = Type::Opaque("function".into());
                 }
                 _ => {
-                    for a in arrays.drain(..).rev() {
+                    for a in arrays.drain(..) {
                         ty = Type::Array(Rc::new(ty), a);
                     }
                     let name = declarator_name(self.frag(), node).map(|(n, _)| n);
@@ -120,7 +122,7 @@ impl<'u> Lowerer<'u> {
                 _ => break,
             }
         }
-        for a in arrays.drain(..).rev() {
+        for a in arrays.drain(..) {
             ty = Type::Array(Rc::new(ty), a);
         }
         (ty, None)
@@ -1140,9 +1142,20 @@ impl<'u> Lowerer<'u> {
                     "abstract_reference_declarator" | "reference_declarator" => {
                         actual = actual.strip_ref().clone();
                     }
-                    "abstract_array_declarator" | "array_declarator" => match actual.clone() {
-                        Type::Array(inner, n_elems) => {
-                            if let (Some(size), Some(count)) = (n.field("size"), n_elems) {
+                    "abstract_array_declarator" | "array_declarator" => {
+                        // `x[N][M]`: the outer node has M; the type's first
+                        // bound is N, the innermost node's.
+                        let mut chain = vec![n];
+                        let mut m = n.field("declarator");
+                        while let Some(d) = m.filter(|d| d.kind().ends_with("array_declarator")) {
+                            chain.push(d);
+                            m = d.field("declarator");
+                        }
+                        for a in chain.iter().rev() {
+                            let Type::Array(inner, n_elems) = actual.clone() else {
+                                return false;
+                            };
+                            if let (Some(size), Some(count)) = (a.field("size"), n_elems) {
                                 let name = normalize(self.text(size));
                                 if params.contains(&name) {
                                     env.insert(name, TArg::Value(CVal::Int(count as i128, ScalarTy::I32)));
@@ -1150,8 +1163,9 @@ impl<'u> Lowerer<'u> {
                             }
                             actual = (*inner).clone();
                         }
-                        _ => return false,
-                    },
+                        node = m;
+                        continue;
+                    }
                     _ => {}
                 }
                 node = n.field("declarator");

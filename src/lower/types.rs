@@ -160,8 +160,19 @@ impl Type {
             Type::Float(FloatKind::F64) => "double".into(),
             Type::Ptr(t) => format!("{} *", t.display()),
             Type::Ref(t) => format!("{} &", t.display()),
-            Type::Array(t, Some(n)) => format!("{}[{n}]", t.display()),
-            Type::Array(t, None) => format!("{}[]", t.display()),
+            Type::Array(..) => {
+                // `T[2][3]`: the outer bound first, then the element's.
+                let mut bounds = String::new();
+                let mut t = self;
+                while let Type::Array(inner, n) = t {
+                    match n {
+                        Some(n) => bounds.push_str(&format!("[{n}]")),
+                        None => bounds.push_str("[]"),
+                    }
+                    t = inner;
+                }
+                format!("{}{bounds}", t.display())
+            }
             Type::Class(c) => display_args(&c.name, &c.args),
             Type::Vector(v) => v.name.into(),
             Type::Enum { name, .. } => name.clone(),

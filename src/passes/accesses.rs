@@ -845,6 +845,38 @@ impl<'k> Exec<'k> {
             )
         };
         let body = strip(end);
+        // Involutions (`x = c - x`, `x = x ^ d`, `x = !x`, `x = -x`): the value
+        // alternates between the entry value and its image.
+        let image = match &body.kind {
+            TermKind::Binary(BinOp::Sub, _, a, b) if is_ph(b) && invariant(a, &self.model.symbols) => {
+                Some(Some((BinOp::Sub, a.clone(), false)))
+            }
+            TermKind::Binary(BinOp::BitXor, _, a, b) if is_ph(a) && invariant(b, &self.model.symbols) => {
+                Some(Some((BinOp::BitXor, b.clone(), true)))
+            }
+            TermKind::Binary(BinOp::BitXor, _, a, b) if is_ph(b) && invariant(a, &self.model.symbols) => {
+                Some(Some((BinOp::BitXor, a.clone(), false)))
+            }
+            TermKind::Unary(crate::ir::UnOp::Neg | crate::ir::UnOp::BitNot | crate::ir::UnOp::Not, a) if is_ph(a) => Some(None),
+            _ => None,
+        };
+        if let Some(image) = image {
+            let ty = body.ty;
+            let t = &mut self.model.terms;
+            let x0 = t.cast(ty, entry.clone());
+            let flipped = match (image, &body.kind) {
+                (Some((op, d, _)), _) if op == BinOp::Sub => t.binary(op, ty, d, x0.clone()),
+                (Some((op, d, _)), _) => t.binary(op, ty, x0.clone(), d),
+                (None, TermKind::Unary(op, _)) => t.unary(*op, ty, x0.clone()),
+                _ => return None,
+            };
+            let two = t.int(2, COUNTER_TY);
+            let zero = t.int(0, COUNTER_TY);
+            let parity = t.binary(BinOp::Rem, COUNTER_TY, k.clone(), two);
+            let even = t.binary(BinOp::Eq, COUNTER_TY, parity, zero);
+            let form = t.select(even, x0, flipped);
+            return Some(self.model.terms.cast(var_ty, form));
+        }
         let TermKind::Binary(op, ty, a, b) = &body.kind else {
             return None;
         };
