@@ -95,8 +95,9 @@ pub struct Common {
     /// Add an include directory.
     #[arg(short = 'I', value_name = "DIR")]
     pub include: Vec<PathBuf>,
-    /// Time limit per solver obligation, in milliseconds.
-    #[arg(long, default_value_t = 10_000)]
+    /// Time limit per solver obligation, in milliseconds (a kernel's
+    /// obligations share a budget of 7 s; what is left undecided is unknown).
+    #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,
     /// Kernels checked in parallel (default: all cores).
     #[arg(long)]

@@ -356,7 +356,12 @@ pub fn explain_smt(db: &SourceDb, k: &Kernel, options: &Options) -> String {
     for a in &result.alarms {
         let (l1, _) = db.line_col(a.span);
         let l2: Vec<String> = a.related.iter().map(|s| db.line_col(*s).0.to_string()).collect();
-        out.push_str(&format!("  alarm {} at {l1} and {}: {}\n", a.kind, l2.join(","), a.message));
+        out.push_str(&format!(
+            "  alarm {} at {l1} and {}: {}\n",
+            a.kind,
+            l2.join(","),
+            a.message
+        ));
     }
     for u in &result.unknowns {
         let (l, _) = db.line_col(u.span);
@@ -370,13 +375,21 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
     let shape = Shape {
         block_dim: options.block_dim,
         grid_dim: options.grid_dim,
-        max_threads: k.launch_bounds.as_ref().and_then(|b| b.as_int()).map(|v| v.max(1) as u64),
+        max_threads: k
+            .launch_bounds
+            .as_ref()
+            .and_then(|b| b.as_int())
+            .map(|v| v.max(1) as u64),
         unit_block: used_block.map(|u| !u),
         unit_grid: used_grid.map(|u| !u),
     };
     MemoryOptions {
         shape,
-        timeout_ms: if options.timeout_ms == 0 { 10_000 } else { options.timeout_ms },
+        timeout_ms: if options.timeout_ms == 0 {
+            MemoryOptions::default().timeout_ms
+        } else {
+            options.timeout_ms
+        },
         ..Default::default()
     }
 }
@@ -398,7 +411,13 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         let model = crate::passes::accesses::build(k, options.lower.warp_size);
         let (used_block, used_grid) = k.used_dims();
         for (used, given, what, index, extent) in [
-            (used_block, options.block_dim.is_some(), "block", "threadIdx", "blockDim"),
+            (
+                used_block,
+                options.block_dim.is_some(),
+                "block",
+                "threadIdx",
+                "blockDim",
+            ),
             (used_grid, options.grid_dim.is_some(), "grid", "blockIdx", "gridDim"),
         ] {
             let unused: Vec<&str> = Dim::ALL
@@ -416,7 +435,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 }
             }
         }
-        let mopts = memory_options(k, options);
+        let mut mopts = memory_options(k, options);
+        // One budget for all instantiations of the kernel.
+        mopts.budget = mopts.budget.saturating_sub(started.elapsed());
         let result = crate::obligation::check_memory(k, &model, &mopts);
         memory = match (memory, result.verdict) {
             (Verdict::Alarm, _) | (_, Verdict::Alarm) => Verdict::Alarm,
@@ -434,6 +455,18 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 assumptions.push(a);
             }
         }
+    }
+    // A pass covers only the instantiations checked.
+    if memory == Verdict::Pass && e.instantiations > e.kernels.len() {
+        memory = Verdict::Unknown;
+        unknowns.push(UnknownItem {
+            reason: format!(
+                "only {} of the {} template instantiations found were checked",
+                e.kernels.len(),
+                e.instantiations
+            ),
+            span: e.span,
+        });
     }
     unknowns.push(UnknownItem {
         reason: "participation is not analysed yet".into(),

@@ -161,6 +161,10 @@ fn instantiation(k: &warpdrf::ir::Kernel) -> String {
     if k.template_args.is_empty() {
         return String::new();
     }
-    let args: Vec<String> = k.template_args.iter().map(|a| format!("{}={}", a.name, a.value)).collect();
+    let args: Vec<String> = k
+        .template_args
+        .iter()
+        .map(|a| format!("{}={}", a.name, a.value))
+        .collect();
     format!("<{}>", args.join(", "))
 }

@@ -268,7 +268,10 @@ fn check_fixture(path: &Path) -> Vec<String> {
             }
         }
         for (kernel, expected) in &header.input_dependent {
-            for r in results.iter().filter(|r| kernel.as_ref().is_none_or(|k| *k == r.kernel)) {
+            for r in results
+                .iter()
+                .filter(|r| kernel.as_ref().is_none_or(|k| *k == r.kernel))
+            {
                 if r.alarms.is_empty() {
                     problems.push(format!("{}: input-dependent given but no alarm", r.kernel));
                 }

@@ -128,7 +128,14 @@ impl AccessModel {
         impl fmt::Display for D<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let names = |s: SymbolId| self.0.symbol(s).name.clone();
-                write!(f, "{}", Show { term: self.1, names: &names })
+                write!(
+                    f,
+                    "{}",
+                    Show {
+                        term: self.1,
+                        names: &names
+                    }
+                )
             }
         }
         D(self, t)
@@ -137,7 +144,13 @@ impl AccessModel {
 
 impl fmt::Display for AccessModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "access model: {} records, {} symbols, {} term nodes", self.records.len(), self.symbols.len(), self.terms.len())?;
+        writeln!(
+            f,
+            "access model: {} records, {} symbols, {} term nodes",
+            self.records.len(),
+            self.symbols.len(),
+            self.terms.len()
+        )?;
         for (i, r) in self.records.iter().enumerate() {
             let kind = match r.kind {
                 AccessKind::Read => "read".to_string(),

@@ -611,10 +611,7 @@ impl Stmt {
             StmtKind::If { cond, .. } => f(cond),
             StmtKind::Loop(l) => f(&l.cond),
             StmtKind::Assume(e) => f(e),
-            StmtKind::Havoc { .. }
-            | StmtKind::Labeled { .. }
-            | StmtKind::Exit { .. }
-            | StmtKind::Unknown { .. } => {}
+            StmtKind::Havoc { .. } | StmtKind::Labeled { .. } | StmtKind::Exit { .. } | StmtKind::Unknown { .. } => {}
         }
     }
 }

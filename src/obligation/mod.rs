@@ -35,9 +35,9 @@ impl Default for MemoryOptions {
     fn default() -> Self {
         MemoryOptions {
             shape: Shape::default(),
-            timeout_ms: 10_000,
+            timeout_ms: 2_000,
             max_alarms: 32,
-            budget: Duration::from_secs(60),
+            budget: Duration::from_secs(7),
         }
     }
 }
@@ -71,24 +71,23 @@ struct Linear {
     terms: Vec<(u32, bool, i128)>,
 }
 
-fn linear(t: &Term, model: &AccessModel, scale: i128, out: &mut Linear) -> bool {
+fn linear(t: &Term, scale: i128, out: &mut Linear) -> bool {
     match &t.kind {
-        TermKind::Int(v) => {
-            out.constant += scale * v;
-            true
-        }
-        TermKind::Binary(BinOp::Add, ty, a, b) if ty.is_int() => {
-            linear(a, model, scale, out) && linear(b, model, scale, out)
-        }
-        TermKind::Binary(BinOp::Sub, ty, a, b) if ty.is_int() => {
-            linear(a, model, scale, out) && linear(b, model, -scale, out)
-        }
+        TermKind::Int(v) => match scale.checked_mul(*v).and_then(|x| x.checked_add(out.constant)) {
+            Some(c) => {
+                out.constant = c;
+                true
+            }
+            None => false,
+        },
+        TermKind::Binary(BinOp::Add, ty, a, b) if ty.is_int() => linear(a, scale, out) && linear(b, scale, out),
+        TermKind::Binary(BinOp::Sub, ty, a, b) if ty.is_int() => linear(a, scale, out) && linear(b, -scale, out),
         TermKind::Binary(BinOp::Mul, ty, a, b) if ty.is_int() => match (a.as_int(), b.as_int()) {
-            (_, Some(c)) => linear(a, model, scale * c, out),
-            (Some(c), _) => linear(b, model, scale * c, out),
+            (_, Some(c)) => scale.checked_mul(c).is_some_and(|s| linear(a, s, out)),
+            (Some(c), _) => scale.checked_mul(c).is_some_and(|s| linear(b, s, out)),
             _ => false,
         },
-        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => linear(a, model, scale, out),
+        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => linear(a, scale, out),
         TermKind::Param(_) | TermKind::Sym(_) | TermKind::Builtin(Builtin::BlockDim(_) | Builtin::GridDim(_)) => {
             out.terms.push((t.id, true, scale));
             true
@@ -116,7 +115,7 @@ fn non_negative(t: &Term, model: &AccessModel) -> bool {
 /// Phase terms `p` (thread 1) and `q` (thread 2) can never be equal.
 fn phases_differ(p: &Term, q: &Term, model: &AccessModel, leaves: &HashMap<u32, Term>) -> bool {
     let (mut a, mut b) = (Linear::default(), Linear::default());
-    if !linear(p, model, 1, &mut a) || !linear(q, model, 1, &mut b) {
+    if !linear(p, 1, &mut a) || !linear(q, 1, &mut b) {
         return false;
     }
     // p - q = c + Σ coeff·x over thread-1 leaves, thread-2 leaves and shared ones.
@@ -322,7 +321,11 @@ impl Run<'_> {
             "{} of `{}` races with {} {} by another thread{}",
             describe(a.kind),
             object.name,
-            if (a.span, a.site) == (b.span, b.site) { "the same" } else { "a" },
+            if (a.span, a.site) == (b.span, b.site) {
+                "the same"
+            } else {
+                "a"
+            },
             describe(b.kind),
             if cross { " of another block" } else { "" }
         );
@@ -345,7 +348,14 @@ impl Run<'_> {
 
     /// Checks the pairs of `recs` one by one (after cheap pruning); false when
     /// the time budget ran out.
-    fn pairwise(&mut self, encoder: &mut smt::Encoder, recs: &[usize], shared: bool, started: Instant, stats: &mut Stats) -> bool {
+    fn pairwise(
+        &mut self,
+        encoder: &mut smt::Encoder,
+        recs: &[usize],
+        shared: bool,
+        started: Instant,
+        stats: &mut Stats,
+    ) -> bool {
         let model = self.model;
         for (x, &i) in recs.iter().enumerate() {
             for &j in &recs[x..] {
@@ -369,6 +379,8 @@ impl Run<'_> {
                     return false;
                 }
                 let t0 = Instant::now();
+                let left = self.options.budget.saturating_sub(started.elapsed());
+                encoder.set_timeout(self.options.timeout_ms.min(left.as_millis() as u64).max(1));
                 let outcome = encoder.check_pair(i, j, shared);
                 let ms = t0.elapsed().as_millis() as u64;
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
@@ -401,7 +413,7 @@ impl Run<'_> {
                             smt::Found {
                                 first: i,
                                 second: j,
-                                witness,
+                                witness: *witness,
                                 input_dependent,
                             },
                             space,

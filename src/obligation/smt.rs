@@ -40,7 +40,10 @@ pub enum Outcome {
     /// No two threads conflict.
     Unsat,
     /// A conflict, with its witness and whether loaded data decided it.
-    Sat { witness: Witness, input_dependent: bool },
+    Sat {
+        witness: Box<Witness>,
+        input_dependent: bool,
+    },
     /// The solver gave up (timeout, incomplete theory).
     Unknown(String),
 }
@@ -233,6 +236,11 @@ impl<'a> Encoder<'a> {
         }
     }
 
+    /// The time for each following obligation.
+    pub fn set_timeout(&mut self, ms: u64) {
+        self.timeout_ms = ms;
+    }
+
     /// Starts a new solver session: encodings and abstractions are per solver.
     fn begin(&mut self) {
         self.cache.clear();
@@ -350,7 +358,11 @@ impl<'a> Encoder<'a> {
                         Some((x.0.checked_mul(1 << y.0)?, x.1.checked_mul(1 << y.0)?))
                     }
                     BinOp::BitAnd if x.0 >= 0 || y.0 >= 0 => {
-                        let m = if x.0 >= 0 && y.0 >= 0 { x.1.min(y.1) } else { x.1.max(y.1) };
+                        let m = if x.0 >= 0 && y.0 >= 0 {
+                            x.1.min(y.1)
+                        } else {
+                            x.1.max(y.1)
+                        };
                         Some((0, m))
                     }
                     BinOp::Min => Some((x.0.min(y.0), x.1.min(y.1))),
@@ -513,7 +525,8 @@ impl<'a> Encoder<'a> {
         let v = Int::fresh_const("wrap");
         let q = Int::fresh_const("q");
         let modulus = int(hi - lo + 1);
-        self.defs.push(r.eq(Int::add(&[v.clone(), Int::mul(&[q.clone(), modulus])])));
+        self.defs
+            .push(r.eq(Int::add(&[v.clone(), Int::mul(&[q.clone(), modulus])])));
         self.defs.push(v.ge(int(lo)));
         self.defs.push(v.le(int(hi)));
         self.wraps.insert((t.id, inst), q);
@@ -590,7 +603,11 @@ impl<'a> Encoder<'a> {
             }
             _ => {
                 let x = self.enc(a, inst);
-                let name = format!("cast.{}.{}", crate::ir::term::ty_name(from), crate::ir::term::ty_name(to));
+                let name = format!(
+                    "cast.{}.{}",
+                    crate::ir::term::ty_name(from),
+                    crate::ir::term::ty_name(to)
+                );
                 self.uf(&name, &[x], to)
             }
         }
@@ -657,9 +674,7 @@ impl<'a> Encoder<'a> {
                     // Shifts by a variable in range: `2^y` as a case split,
                     // then a product or (for non-negative values) a quotient,
                     // which stay in integer arithmetic.
-                    BinOp::Shl | BinOp::Shr
-                        if op == BinOp::Shl || self.interval(a).is_some_and(|(lo, _)| lo >= 0) =>
-                    {
+                    BinOp::Shl | BinOp::Shr if op == BinOp::Shl || self.interval(a).is_some_and(|(lo, _)| lo >= 0) => {
                         let width = bits as i128;
                         let (lo, hi) = self.interval(b).unwrap_or((i128::MIN, i128::MAX));
                         let outside = lo < 0 || hi >= width;
@@ -734,7 +749,7 @@ impl<'a> Encoder<'a> {
         let in_width = |c: Option<i128>| c.is_some_and(|c| (0..bits as i128).contains(&c));
         match op {
             BinOp::Mul => ca.is_none() && cb.is_none(),
-            BinOp::Div | BinOp::Rem => !cb.is_some_and(|c| c != 0),
+            BinOp::Div | BinOp::Rem => cb.is_none_or(|c| c == 0),
             BinOp::Shl | BinOp::Shr => !in_width(cb),
             BinOp::BitAnd => !(low_mask(ca) || low_mask(cb)),
             BinOp::BitOr | BinOp::BitXor => true,
@@ -757,15 +772,15 @@ impl<'a> Encoder<'a> {
         let zero = int(0);
         match op {
             // Halving and quotients of non-negative values do not grow.
-            BinOp::Div => self.defs.push(
-                Bool::and(&[x.ge(&zero), y.ge(int(1))]).implies(&Bool::and(&[v.ge(&zero), v.le(&x)])),
-            ),
-            BinOp::Shr => self.defs.push(
-                Bool::and(&[x.ge(&zero), y.ge(&zero)]).implies(&Bool::and(&[v.ge(&zero), v.le(&x)])),
-            ),
-            BinOp::Rem => self.defs.push(
-                Bool::and(&[x.ge(&zero), y.ge(int(1))]).implies(&Bool::and(&[v.ge(&zero), v.lt(&y), v.le(&x)])),
-            ),
+            BinOp::Div => self
+                .defs
+                .push(Bool::and(&[x.ge(&zero), y.ge(int(1))]).implies(Bool::and(&[v.ge(&zero), v.le(&x)]))),
+            BinOp::Shr => self
+                .defs
+                .push(Bool::and(&[x.ge(&zero), y.ge(&zero)]).implies(Bool::and(&[v.ge(&zero), v.le(&x)]))),
+            BinOp::Rem => self
+                .defs
+                .push(Bool::and(&[x.ge(&zero), y.ge(int(1))]).implies(Bool::and(&[v.ge(&zero), v.lt(&y), v.le(&x)]))),
             _ => {}
         }
         v
@@ -834,7 +849,11 @@ impl<'a> Encoder<'a> {
         let p = Int::fresh_const("mul");
         if let (Some((xl, xh)), Some((yl, yh))) = (ix, iy) {
             let lin = |cx: i128, cy: i128, c: i128| {
-                Int::add(&[Int::mul(&[int(cx), y.clone()]), Int::mul(&[int(cy), x.clone()]), int(-c)])
+                Int::add(&[
+                    Int::mul(&[int(cx), y.clone()]),
+                    Int::mul(&[int(cy), x.clone()]),
+                    int(-c),
+                ])
             };
             if let (Some(c1), Some(c2), Some(c3), Some(c4)) = (
                 xl.checked_mul(yl),
@@ -852,20 +871,23 @@ impl<'a> Encoder<'a> {
         let zero = int(0);
         let one = int(1);
         let (xp, xn, yp, yn) = (x.ge(&zero), x.le(&zero), y.ge(&zero), y.le(&zero));
-        self.defs.push(Bool::and(&[xp.clone(), yp.clone()]).implies(&p.ge(&zero)));
-        self.defs.push(Bool::and(&[xn.clone(), yn.clone()]).implies(&p.ge(&zero)));
-        self.defs.push(Bool::and(&[xp.clone(), yn]).implies(&p.le(&zero)));
-        self.defs.push(Bool::and(&[xn, yp.clone()]).implies(&p.le(&zero)));
-        self.defs.push(Bool::and(&[x.ge(&one), yp]).implies(&p.ge(&y)));
-        self.defs.push(Bool::and(&[y.ge(&one), xp]).implies(&p.ge(&x)));
+        self.defs
+            .push(Bool::and(&[xp.clone(), yp.clone()]).implies(p.ge(&zero)));
+        self.defs
+            .push(Bool::and(&[xn.clone(), yn.clone()]).implies(p.ge(&zero)));
+        self.defs.push(Bool::and(&[xp.clone(), yn]).implies(p.le(&zero)));
+        self.defs.push(Bool::and(&[xn, yp.clone()]).implies(p.le(&zero)));
+        self.defs.push(Bool::and(&[x.ge(&one), yp]).implies(p.ge(&y)));
+        self.defs.push(Bool::and(&[y.ge(&one), xp]).implies(p.ge(&x)));
         if ast_id(&x) == ast_id(&y) {
             self.defs.push(p.ge(&zero));
             self.defs.push(p.ge(&x));
             self.defs.push(p.ge(x.unary_minus()));
         }
-        self.defs.push(Bool::or(&[x.eq(int(0)), y.eq(int(0))]).implies(&p.eq(int(0))));
-        self.defs.push(x.eq(int(1)).implies(&p.eq(&y)));
-        self.defs.push(y.eq(int(1)).implies(&p.eq(&x)));
+        self.defs
+            .push(Bool::or(&[x.eq(int(0)), y.eq(int(0))]).implies(p.eq(int(0))));
+        self.defs.push(x.eq(int(1)).implies(p.eq(&y)));
+        self.defs.push(y.eq(int(1)).implies(p.eq(&x)));
         self.products.push(Product {
             x,
             y,
@@ -888,9 +910,12 @@ impl<'a> Encoder<'a> {
         let r = Int::fresh_const("rem");
         let zero = int(0);
         let pos = Bool::and(&[x.ge(&zero), y.gt(&zero)]);
-        self.defs.push(pos.implies(&Bool::and(&[q.ge(&zero), q.le(&x), r.ge(&zero), r.lt(&y), r.le(&x)])));
-        self.defs.push(Bool::and(&[pos.clone(), x.lt(&y)]).implies(&Bool::and(&[q.eq(&zero), r.eq(&x)])));
-        self.defs.push(y.eq(int(1)).implies(&Bool::and(&[q.eq(&x), r.eq(&zero)])));
+        self.defs
+            .push(pos.implies(Bool::and(&[q.ge(&zero), q.le(&x), r.ge(&zero), r.lt(&y), r.le(&x)])));
+        self.defs
+            .push(Bool::and(&[pos.clone(), x.lt(&y)]).implies(Bool::and(&[q.eq(&zero), r.eq(&x)])));
+        self.defs
+            .push(y.eq(int(1)).implies(Bool::and(&[q.eq(&x), r.eq(&zero)])));
         self.divisions.push(Division {
             x,
             y,
@@ -919,15 +944,15 @@ impl<'a> Encoder<'a> {
                     }
                     let c = c1;
                     let zero = int(0);
-                    out.push(x.eq(u).implies(&a.p.eq(&b.p)));
+                    out.push(x.eq(u).implies(a.p.eq(&b.p)));
                     let pos = c.ge(&zero);
                     let neg = c.le(&zero);
                     let sum = |p: &Int| Int::add(&[p.clone(), c.clone()]);
                     let diff = |p: &Int| Int::sub(&[p.clone(), c.clone()]);
-                    out.push(Bool::and(&[pos.clone(), x.lt(u)]).implies(&sum(&a.p).le(&b.p)));
-                    out.push(Bool::and(&[pos, u.lt(x)]).implies(&sum(&b.p).le(&a.p)));
-                    out.push(Bool::and(&[neg.clone(), x.lt(u)]).implies(&diff(&b.p).le(&a.p)));
-                    out.push(Bool::and(&[neg, u.lt(x)]).implies(&diff(&a.p).le(&b.p)));
+                    out.push(Bool::and(&[pos.clone(), x.lt(u)]).implies(sum(&a.p).le(&b.p)));
+                    out.push(Bool::and(&[pos, u.lt(x)]).implies(sum(&b.p).le(&a.p)));
+                    out.push(Bool::and(&[neg.clone(), x.lt(u)]).implies(diff(&b.p).le(&a.p)));
+                    out.push(Bool::and(&[neg, u.lt(x)]).implies(diff(&a.p).le(&b.p)));
                     break;
                 }
             }
@@ -949,7 +974,11 @@ impl<'a> Encoder<'a> {
             if pr.exact {
                 continue;
             }
-            let (x, y, p) = (Self::model_int(m, &pr.x), Self::model_int(m, &pr.y), Self::model_int(m, &pr.p));
+            let (x, y, p) = (
+                Self::model_int(m, &pr.x),
+                Self::model_int(m, &pr.y),
+                Self::model_int(m, &pr.p),
+            );
             let (Some(xv), Some(yv), Some(pv)) = (x, y, p) else {
                 continue;
             };
@@ -960,8 +989,8 @@ impl<'a> Encoder<'a> {
                 eprintln!("    {} = {} * {}: {pv} != {xv} * {yv}", pr.p, pr.x, pr.y);
             }
             let (x, y, p) = (&pr.x, &pr.y, &pr.p);
-            lemmas.push(x.eq(int(xv)).implies(&p.eq(Int::mul(&[int(xv), y.clone()]))));
-            lemmas.push(y.eq(int(yv)).implies(&p.eq(Int::mul(&[int(yv), x.clone()]))));
+            lemmas.push(x.eq(int(xv)).implies(p.eq(Int::mul(&[int(xv), y.clone()]))));
+            lemmas.push(y.eq(int(yv)).implies(p.eq(Int::mul(&[int(yv), x.clone()]))));
             // Tangent planes at (xv, yv): the sign of (x-xv)(y-yv) places
             // the product above or below the plane.
             let plane = Int::add(&[
@@ -970,10 +999,13 @@ impl<'a> Encoder<'a> {
                 int(-(xv * yv)),
             ]);
             let (xa, xb, ya, yb) = (x.gt(int(xv)), x.lt(int(xv)), y.gt(int(yv)), y.lt(int(yv)));
-            let above = Bool::or(&[Bool::and(&[xa.clone(), ya.clone()]), Bool::and(&[xb.clone(), yb.clone()])]);
+            let above = Bool::or(&[
+                Bool::and(&[xa.clone(), ya.clone()]),
+                Bool::and(&[xb.clone(), yb.clone()]),
+            ]);
             let below = Bool::or(&[Bool::and(&[xa, yb]), Bool::and(&[xb, ya])]);
-            lemmas.push(above.implies(&p.gt(&plane)));
-            lemmas.push(below.implies(&p.lt(&plane)));
+            lemmas.push(above.implies(p.gt(&plane)));
+            lemmas.push(below.implies(p.lt(&plane)));
         }
         for dv in &self.divisions {
             if dv.exact {
@@ -1143,13 +1175,13 @@ impl<'a> Encoder<'a> {
         for pr in &mut self.products {
             if !pr.exact {
                 pr.exact = true;
-                solver.assert(&pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
+                solver.assert(pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
             }
         }
         for dv in &mut self.divisions {
             if !dv.exact {
                 dv.exact = true;
-                solver.assert(&Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, None));
+                solver.assert(Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, None));
             }
         }
     }
@@ -1166,8 +1198,8 @@ impl<'a> Encoder<'a> {
         let definition = Bool::and(&[
             x.eq(Int::add(&[qy, r.clone()])),
             abs(r).lt(abs(y)),
-            x.ge(&zero).implies(&r.ge(&zero)),
-            x.lt(&zero).implies(&r.le(&zero)),
+            x.ge(&zero).implies(r.ge(&zero)),
+            x.lt(&zero).implies(r.le(&zero)),
         ]);
         match at {
             Some(v) => y.eq(int(v)).implies(&definition),
@@ -1267,7 +1299,10 @@ impl<'a> Encoder<'a> {
         let y = self.tid(Dim::Y, inst);
         let z = self.tid(Dim::Z, inst);
         let (ibx, iby) = (iv(self, Builtin::BlockDim(Dim::X)), iv(self, Builtin::BlockDim(Dim::Y)));
-        let (ity, itz) = (iv(self, Builtin::ThreadIdx(Dim::Y)), iv(self, Builtin::ThreadIdx(Dim::Z)));
+        let (ity, itz) = (
+            iv(self, Builtin::ThreadIdx(Dim::Y)),
+            iv(self, Builtin::ThreadIdx(Dim::Z)),
+        );
         let yx = self.product(y, bx.clone(), ity, ibx);
         let plane_iv = match (ibx, iby) {
             (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
@@ -1302,7 +1337,10 @@ impl<'a> Encoder<'a> {
             }
         }
         let max = self.shape.max_threads.unwrap_or(1024).min(1024) as i128;
-        let iv: Vec<Interval> = Dim::ALL.iter().map(|&d| self.builtin_interval(Builtin::BlockDim(d))).collect();
+        let iv: Vec<Interval> = Dim::ALL
+            .iter()
+            .map(|&d| self.builtin_interval(Builtin::BlockDim(d)))
+            .collect();
         let bx = self.builtin(Builtin::BlockDim(Dim::X), 0);
         let by = self.builtin(Builtin::BlockDim(Dim::Y), 0);
         let bz = self.builtin(Builtin::BlockDim(Dim::Z), 0);
@@ -1330,7 +1368,9 @@ impl<'a> Encoder<'a> {
                 };
                 for &n in &other {
                     let info = self.model.symbol(n);
-                    if info.scope == Scope::Thread || !matches!(info.origin, Origin::ExitCount { label: l } if l == label) {
+                    if info.scope == Scope::Thread
+                        || !matches!(info.origin, Origin::ExitCount { label: l } if l == label)
+                    {
                         continue;
                     }
                     if !syms[inst].contains(&n) {
@@ -1365,7 +1405,7 @@ impl<'a> Encoder<'a> {
             }
             let a = self.symbol_const(s, 0);
             let b = self.symbol_const(s, 1);
-            out.push(Bool::and(&conds).implies(&a.eq(&b)));
+            out.push(Bool::and(&conds).implies(a.eq(&b)));
         }
         // Functional consistency of read-only loads (bounded: quadratic).
         let mut loads: Vec<(usize, SymbolId)> = Vec::new();
@@ -1407,7 +1447,7 @@ impl<'a> Encoder<'a> {
                 ]);
                 let va = self.symbol_const(a, ia);
                 let vb = self.symbol_const(b, ib);
-                out.push(same_address.implies(&va.eq(&vb)));
+                out.push(same_address.implies(va.eq(&vb)));
             }
         }
     }
@@ -1434,7 +1474,7 @@ impl<'a> Encoder<'a> {
         let same_thread = Bool::and(&same);
         let same_warp = self.same_warp();
         let [p0, p1] = phases;
-        let in_block = Bool::and(&[same_block.clone(), p0[0].eq(p1[0]), same_warp.implies(&p0[1].eq(p1[1]))]);
+        let in_block = Bool::and(&[same_block.clone(), p0[0].eq(p1[0]), same_warp.implies(p0[1].eq(p1[1]))]);
         let unordered = if shared {
             in_block
         } else {
@@ -1445,7 +1485,7 @@ impl<'a> Encoder<'a> {
             same_thread.not(),
             unordered,
             // A warp performs its collective accesses as a unit, in program order.
-            collective.implies(&same_warp.not()),
+            collective.implies(same_warp.not()),
         ])
     }
 
@@ -1518,7 +1558,10 @@ impl<'a> Encoder<'a> {
             solver.assert(f);
         }
         solver.assert(&conflict);
-        self.dump(&solver, &format!("{i}_{j}{}", if self.abstract_ops { "_abstract" } else { "" }));
+        self.dump(
+            &solver,
+            &format!("{i}_{j}{}", if self.abstract_ops { "_abstract" } else { "" }),
+        );
         match self.solve(&solver) {
             (SatResult::Unsat, _) => Outcome::Unsat,
             (SatResult::Sat, Some(_)) if self.abstract_ops && self.abstracted => {
@@ -1532,7 +1575,7 @@ impl<'a> Encoder<'a> {
                     eprintln!("  input dependence: {} ms", t.elapsed().as_millis());
                 }
                 Outcome::Sat {
-                    witness,
+                    witness: Box::new(witness),
                     input_dependent,
                 }
             }
@@ -1640,9 +1683,9 @@ impl<'a> Encoder<'a> {
             solver.assert(f);
         }
         for pr in self.products.iter().filter(|p| p.exact) {
-            solver.assert(&pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
+            solver.assert(pr.p.eq(Int::mul(&[pr.x.clone(), pr.y.clone()])));
         }
-        solver.assert(&conflict.not());
+        solver.assert(conflict.not());
         let mut fixed: Vec<Dynamic> = Vec::new();
         for inst in 0..2 {
             for d in Dim::ALL {
@@ -1669,7 +1712,7 @@ impl<'a> Encoder<'a> {
         }
         for d in fixed {
             if let Some(v) = m.eval(&d, true) {
-                solver.assert(&d.eq(&v));
+                solver.assert(d.eq(&v));
             }
         }
         for d in &self.defs {

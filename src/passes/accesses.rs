@@ -27,8 +27,8 @@ use std::collections::{HashMap, HashSet};
 use crate::ir::access::{AccessModel, AccessRecord, Origin, Phase, Scope, Symbol};
 use crate::ir::term::{SymbolId, Term, TermKind, Terms};
 use crate::ir::{
-    Access, BarrierScope, BinOp, Block, Builtin, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive,
-    ScalarTy, ShuffleKind, Space, Stmt, StmtKind, VarId,
+    Access, BarrierScope, BinOp, Block, Builtin, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive, ScalarTy,
+    ShuffleKind, Space, Stmt, StmtKind, VarId,
 };
 use crate::source::Span;
 
@@ -97,10 +97,7 @@ pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
     for slot in 0..PHASES {
         vars[kernel.vars.len() + slot] = Some(zero.clone());
     }
-    let mut state = State {
-        pc: t.bool(true),
-        vars,
-    };
+    let mut state = State { pc: t.bool(true), vars };
     exec.block(&mut state, &kernel.body);
     exec.model
 }
@@ -360,7 +357,7 @@ impl<'k> Exec<'k> {
         let width = self.terms().cast(ScalarTy::I64, width);
         let object = &self.kernel.objects[a.object.index()];
         let shared = !matches!(object.space, Space::Local);
-        if shared && !pc.is_false() && !(object.space == Space::Constant && !a.kind.writes()) {
+        if shared && !pc.is_false() && (object.space != Space::Constant || a.kind.writes()) {
             let phase = self.phase(st);
             self.model.records.push(AccessRecord {
                 object: a.object,
@@ -412,9 +409,12 @@ impl<'k> Exec<'k> {
     fn primitive(&mut self, st: &mut State, p: &Primitive, s: &Stmt) {
         let full = self.full_width(st, &p.width);
         let uniform = match &p.kind {
-            PrimKind::Ballot | PrimKind::Any | PrimKind::All | PrimKind::Uni | PrimKind::Reduce(_) | PrimKind::MatchAll => {
-                full && !p.block_scope
-            }
+            PrimKind::Ballot
+            | PrimKind::Any
+            | PrimKind::All
+            | PrimKind::Uni
+            | PrimKind::Reduce(_)
+            | PrimKind::MatchAll => full && !p.block_scope,
             PrimKind::Shuffle(ShuffleKind::Idx) => {
                 let lane = p.args.last().map(|l| self.eval(st, l));
                 full && lane.is_some_and(|l| self.warp_uniform(&l))
@@ -564,7 +564,13 @@ impl<'k> Exec<'k> {
         self.loops.push(k_id);
         for &slot in &slots {
             let (name, ty) = (self.slot_name(slot), self.slot_ty(slot));
-            let ph = self.new_symbol(name.clone(), ty, Scope::Thread, Origin::Placeholder { var: name }, s.span);
+            let ph = self.new_symbol(
+                name.clone(),
+                ty,
+                Scope::Thread,
+                Origin::Placeholder { var: name },
+                s.span,
+            );
             let TermKind::Symbol(id) = ph.kind else { unreachable!() };
             placeholders.insert(slot, id);
             st.vars[slot] = Some(ph);
@@ -726,7 +732,9 @@ impl<'k> Exec<'k> {
                 if sc == Scope::Thread {
                     continue;
                 }
-                let TermKind::Symbol(f) = closed[&ph].kind else { continue };
+                let TermKind::Symbol(f) = closed[&ph].kind else {
+                    continue;
+                };
                 let name = self.slot_name(slot);
                 let t = self.new_symbol(
                     format!("{name}@exit"),
@@ -857,7 +865,9 @@ impl<'k> Exec<'k> {
             TermKind::Binary(BinOp::BitXor, _, a, b) if is_ph(b) && invariant(a, &self.model.symbols) => {
                 Some(Some((BinOp::BitXor, a.clone(), false)))
             }
-            TermKind::Unary(crate::ir::UnOp::Neg | crate::ir::UnOp::BitNot | crate::ir::UnOp::Not, a) if is_ph(a) => Some(None),
+            TermKind::Unary(crate::ir::UnOp::Neg | crate::ir::UnOp::BitNot | crate::ir::UnOp::Not, a) if is_ph(a) => {
+                Some(None)
+            }
             _ => None,
         };
         if let Some(image) = image {
