@@ -44,6 +44,9 @@ pub struct KernelEntry {
     pub instantiations: usize,
     /// The lowered instantiations, the most determined first.
     pub kernels: Vec<Kernel>,
+    /// For each lowered instantiation, the block shapes its launch sites
+    /// use, when every launch site of it determines one.
+    pub launch_blocks: Vec<Option<Vec<[u32; 3]>>>,
     /// What kept any instantiation from lowering completely, deduplicated.
     pub unknowns: Vec<Unknown>,
 }
@@ -225,10 +228,14 @@ pub fn lower_files(
             if determined.get(&site) == Some(&true) {
                 continue;
             }
-            let tuples = if def.template_params.is_empty() {
-                vec![Vec::new()]
-            } else {
-                lower::instantiate::kernel_instantiations(&unit, &index, &options.lower, def.decl)
+            let (tuples, launches) = {
+                let (tuples, launches) =
+                    lower::instantiate::kernel_uses(&unit, &index, &options.lower, def.decl);
+                if def.template_params.is_empty() {
+                    (vec![Vec::new()], launches)
+                } else {
+                    (tuples, launches)
+                }
             };
             let fully = def.template_params.is_empty()
                 || tuples
@@ -245,20 +252,26 @@ pub fn lower_files(
             // Instantiations that only trap (variants compiled out with
             // NO_DEVICE_CODE) say little: prefer ones that run code.
             let mut kernels: Vec<Kernel> = Vec::new();
-            let mut trapping: Vec<Kernel> = Vec::new();
+            let mut blocks: Vec<Option<Vec<[u32; 3]>>> = Vec::new();
+            let mut trapping: Vec<(Kernel, Option<Vec<[u32; 3]>>)> = Vec::new();
             for args in candidates.iter().take(MAX_TRIED) {
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
+                let b = launch_blocks(&launches, args);
                 if k.always_traps() {
-                    trapping.push(k);
+                    trapping.push((k, b));
                 } else {
                     kernels.push(k);
+                    blocks.push(b);
                 }
                 if kernels.len() == MAX_LOWERED {
                     break;
                 }
             }
             if kernels.is_empty() {
-                kernels = trapping.into_iter().take(1).collect();
+                for (k, b) in trapping.into_iter().take(1) {
+                    kernels.push(k);
+                    blocks.push(b);
+                }
             }
             let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
             unknowns.sort();
@@ -269,6 +282,7 @@ pub fn lower_files(
                 template_params: def.template_params.clone(),
                 instantiations: tuples.len(),
                 kernels,
+                launch_blocks: blocks,
                 unknowns,
             };
             match by_site.get(&site) {
@@ -289,6 +303,19 @@ pub fn lower_files(
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| seen.insert(d.clone()));
     (entries, diagnostics)
+}
+
+/// The distinct block shapes of the launches with template arguments `args`;
+/// `None` when there is none or one does not determine its shape.
+fn launch_blocks(launches: &[lower::instantiate::LaunchSite], args: &[Option<lower::TArg>]) -> Option<Vec<[u32; 3]>> {
+    let mut out = Vec::new();
+    for site in launches.iter().filter(|l| l.tuple == args) {
+        let b = site.block?;
+        if !out.contains(&b) {
+            out.push(b);
+        }
+    }
+    Some(out).filter(|o| !o.is_empty())
 }
 
 /// Orders tuples so each next one differs most from those before it: the few
@@ -407,8 +434,16 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let mut alarms = Vec::new();
     let mut assumptions: Vec<String> = Vec::new();
     let mut memory = Verdict::Pass;
-    for k in &e.kernels {
+    let mut site_blocks: Vec<[u32; 3]> = Vec::new();
+    let mut symbolic = false;
+    for (i, k) in e.kernels.iter().enumerate() {
         let model = crate::passes::accesses::build(k, options.lower.warp_size);
+        // Shapes: the flag's, else those of the launch sites, else symbolic.
+        let shapes: Vec<Option<[u32; 3]>> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
+            (Some(b), _) => vec![Some(b)],
+            (None, Some(list)) => list.into_iter().map(Some).collect(),
+            (None, None) => vec![None],
+        };
         let (used_block, used_grid) = k.used_dims();
         for (used, given, what, index, extent) in [
             (
@@ -435,24 +470,32 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 }
             }
         }
-        let mut mopts = memory_options(k, options);
-        // One budget for all instantiations of the kernel.
-        mopts.budget = mopts.budget.saturating_sub(started.elapsed());
-        let result = crate::obligation::check_memory(k, &model, &mopts);
-        memory = match (memory, result.verdict) {
-            (Verdict::Alarm, _) | (_, Verdict::Alarm) => Verdict::Alarm,
-            (Verdict::Unknown, _) | (_, Verdict::Unknown) => Verdict::Unknown,
-            _ => Verdict::Pass,
-        };
-        alarms.extend(result.alarms);
-        for u in result.unknowns {
-            if !unknowns.contains(&u) {
-                unknowns.push(u);
+        for shape in shapes {
+            match shape {
+                Some(b) if options.block_dim.is_none() && !site_blocks.contains(&b) => site_blocks.push(b),
+                Some(_) => {}
+                None => symbolic = true,
             }
-        }
-        for a in result.assumptions {
-            if !assumptions.contains(&a) {
-                assumptions.push(a);
+            let mut mopts = memory_options(k, options);
+            mopts.shape.block_dim = shape;
+            // One budget for all instantiations of the kernel.
+            mopts.budget = mopts.budget.saturating_sub(started.elapsed());
+            let result = crate::obligation::check_memory(k, &model, &mopts);
+            memory = match (memory, result.verdict) {
+                (Verdict::Alarm, _) | (_, Verdict::Alarm) => Verdict::Alarm,
+                (Verdict::Unknown, _) | (_, Verdict::Unknown) => Verdict::Unknown,
+                _ => Verdict::Pass,
+            };
+            alarms.extend(result.alarms);
+            for u in result.unknowns {
+                if !unknowns.contains(&u) {
+                    unknowns.push(u);
+                }
+            }
+            for a in result.assumptions {
+                if !assumptions.contains(&a) {
+                    assumptions.push(a);
+                }
             }
         }
     }
@@ -477,6 +520,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             block_dim: Some(b),
             grid_dim: options.grid_dim,
             source: ShapeSource::Flag,
+        },
+        // Every checked instantiation took its shape from its launch sites.
+        None if !symbolic && !site_blocks.is_empty() => Launch {
+            block_dim: (site_blocks.len() == 1).then(|| site_blocks[0]),
+            grid_dim: options.grid_dim,
+            source: ShapeSource::LaunchSite,
         },
         None => Launch {
             block_dim: None,

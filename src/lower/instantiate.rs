@@ -35,11 +35,36 @@ pub type Tuple = Vec<Option<TArg>>;
 /// The distinct template argument tuples of a kernel in this unit, the most
 /// determined first.
 pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Tuple> {
+    kernel_uses(unit, index, config, kernel).0
+}
+
+/// A launch `k<…><<<grid, block, …>>>(…)` of a kernel: its template
+/// arguments and its block shape when the launch site determines it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSite {
+    pub tuple: Tuple,
+    pub block: Option<[u32; 3]>,
+}
+
+/// The launches of a kernel in this unit (template or not).
+pub fn kernel_launches(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<LaunchSite> {
+    kernel_uses(unit, index, config, kernel).1
+}
+
+/// Template argument tuples and launch sites of a kernel.
+pub fn kernel_uses(
+    unit: &Unit,
+    index: &Index,
+    config: &LowerConfig,
+    kernel: DeclId,
+) -> (Vec<Tuple>, Vec<LaunchSite>) {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
     let mut finder = Finder {
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
+        kernel,
+        launches: Vec::new(),
     };
     for (i, d) in index.decls.iter().enumerate() {
         if d.kind == DeclKind::Function && d.defined {
@@ -55,7 +80,29 @@ pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, k
         }
     }
     tuples.sort_by_key(|t| std::cmp::Reverse(t.iter().filter(|a| a.is_some()).count()));
-    tuples
+    let mut launches: Vec<LaunchSite> = Vec::new();
+    for (t, block) in finder.launches {
+        let tuple: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
+        let site = LaunchSite { tuple, block };
+        if !launches.contains(&site) {
+            launches.push(site);
+        }
+    }
+    (tuples, launches)
+}
+
+/// A block shape from a launch's block operand: an integer or a `dim3`.
+fn block_shape(v: &super::Value) -> Option<[u32; 3]> {
+    use super::{Expr, Value};
+    let dim = |v: &Value| match v {
+        Value::Scalar(Expr::Int(i, _), _) => u32::try_from(*i).ok().filter(|d| (1..=1024).contains(d)),
+        _ => None,
+    };
+    match v {
+        Value::Agg(_, parts) if parts.len() == 3 => Some([dim(&parts[0])?, dim(&parts[1])?, dim(&parts[2])?]),
+        Value::Scalar(..) => Some([dim(v)?, 1, 1]),
+        _ => None,
+    }
 }
 
 /// A template argument with no symbol or unresolved type in it.
@@ -73,6 +120,9 @@ struct Finder {
     /// Instantiation environments of host function templates, by declaration.
     envs: HashMap<DeclId, Vec<TemplateEnv>>,
     function_nodes: HashMap<usize, DeclId>,
+    /// The kernel whose launches are collected, and what they were.
+    kernel: DeclId,
+    launches: Vec<(Vec<TArg>, Option<[u32; 3]>)>,
 }
 
 impl Finder {
@@ -105,6 +155,12 @@ impl Finder {
                     // parameters stay unresolved and give undetermined arguments.
                     envs.push(TemplateEnv::new());
                 }
+                // `k<<<grid, block, …>>>(…)`: the block operand.
+                let block_operand = site
+                    .call
+                    .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
+                    .and_then(|cfg| named_children(cfg).get(1).copied())
+                    .filter(|_| target == self.kernel);
                 for env in envs {
                     let ctx = Ctx {
                         frag,
@@ -112,6 +168,7 @@ impl Finder {
                         tenv: Rc::new(env),
                         class: None,
                     };
+                    let mut block = None;
                     let tuple = l.in_ctx(ctx, |l2| {
                         l2.blocks.push(Vec::new());
                         if let Some(f) = enclosing {
@@ -129,9 +186,15 @@ impl Finder {
                             }
                             None => explicit,
                         };
+                        if let Some(b) = block_operand {
+                            block = block_shape(&l2.scratch_expr(b));
+                        }
                         l2.blocks.pop();
                         tuple
                     });
+                    if block_operand.is_some() {
+                        self.launches.push((tuple.clone(), block));
+                    }
                     if !out.contains(&tuple) {
                         out.push(tuple);
                     }

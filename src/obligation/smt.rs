@@ -287,6 +287,15 @@ impl<'a> Encoder<'a> {
     fn builtin_interval(&self, b: Builtin) -> Interval {
         Some(match b {
             Builtin::ThreadIdx(d) => (0, self.block_max(d as usize) - 1),
+            // A given shape is exact, not a bound.
+            Builtin::BlockDim(d) if self.shape.block_dim.is_some() => {
+                let b = self.block_max(d as usize);
+                (b, b)
+            }
+            Builtin::GridDim(d) if self.shape.grid_dim.is_some() => {
+                let g = self.grid_max(d as usize);
+                (g, g)
+            }
             Builtin::BlockDim(d) => (1, self.block_max(d as usize)),
             Builtin::BlockIdx(d) => (0, self.grid_max(d as usize) - 1),
             Builtin::GridDim(d) => (1, self.grid_max(d as usize)),
@@ -1064,11 +1073,11 @@ impl<'a> Encoder<'a> {
         }
         let mut pinned = false;
         for round in 1..=LINEAR_ROUNDS {
-            let r = check_until(solver, deadline);
+            let (r, m) = check_model(solver, deadline);
             if r != SatResult::Sat {
                 return (r, None);
             }
-            let Some(m) = solver.get_model() else {
+            let Some(m) = m else {
                 return (SatResult::Unknown, None);
             };
             if debug {
@@ -1102,8 +1111,8 @@ impl<'a> Encoder<'a> {
                     .collect();
                 let mut candidates = Vec::new();
                 let side = self.copy_of(solver, &small);
-                if check_until(&side, until) == SatResult::Sat {
-                    candidates.extend(side.get_model());
+                if let (SatResult::Sat, Some(m)) = check_model(&side, until) {
+                    candidates.push(m);
                 }
                 candidates.push(m);
                 for m in candidates {
@@ -1117,8 +1126,7 @@ impl<'a> Encoder<'a> {
             }
         }
         self.make_exact(solver);
-        let r = check_until(solver, deadline);
-        let m = if r == SatResult::Sat { solver.get_model() } else { None };
+        let (r, m) = check_model(solver, deadline);
         if r == SatResult::Sat && m.is_none() {
             return (SatResult::Unknown, None);
         }
@@ -1154,10 +1162,9 @@ impl<'a> Encoder<'a> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
         for _ in 0..PINNED_ROUNDS {
-            if check_until(&side, until) != SatResult::Sat {
+            let (SatResult::Sat, Some(m)) = check_model(&side, until) else {
                 return None;
-            }
-            let m = side.get_model()?;
+            };
             let lemmas = self.refine(&m);
             if lemmas.is_empty() {
                 return Some(m);
@@ -1535,7 +1542,9 @@ impl<'a> Encoder<'a> {
         let first = self.check_pair_once(i, j, shared);
         self.timeout_ms = full;
         self.abstract_ops = false;
-        if matches!(first, Outcome::Unsat) || !self.abstracted {
+        // Without abstractions the first pass was exact: only its timeout
+        // is worth a second, longer try.
+        if matches!(first, Outcome::Unsat) || (!self.abstracted && !matches!(first, Outcome::Unknown(_))) {
             return first;
         }
         self.check_pair_once(i, j, shared)
@@ -1720,6 +1729,35 @@ impl<'a> Encoder<'a> {
         }
         !matches!(solver.check(), SatResult::Unsat)
     }
+}
+
+/// Checks `solver` until `until`, with a model when satisfiable. Z3's
+/// default integer strategy (the `qflia` tactic) sometimes stalls on
+/// problems its plain core solves in milliseconds, and the reverse: a short
+/// first try, then the core on a copy, then the default again with what is
+/// left.
+fn check_model(solver: &Solver, until: Instant) -> (SatResult, Option<z3::Model>) {
+    let now = Instant::now();
+    let left = until.saturating_duration_since(now);
+    let first = now + (left / 4).max(Duration::from_millis(200));
+    let r = check_until(solver, first.min(until));
+    if r != SatResult::Unknown || Instant::now() >= until {
+        return (r, if r == SatResult::Sat { solver.get_model() } else { None });
+    }
+    let core = z3::Tactic::new("simplify")
+        .and_then(&z3::Tactic::new("solve-eqs"))
+        .and_then(&z3::Tactic::new("smt"))
+        .solver();
+    for a in solver.get_assertions() {
+        core.assert(&a);
+    }
+    let left = until.saturating_duration_since(Instant::now());
+    let r = check_until(&core, Instant::now() + left / 2);
+    if r != SatResult::Unknown {
+        return (r, if r == SatResult::Sat { core.get_model() } else { None });
+    }
+    let r = check_until(solver, until);
+    (r, if r == SatResult::Sat { solver.get_model() } else { None })
 }
 
 /// Checks `solver` with what is left until `until`; none left is `unknown`.
