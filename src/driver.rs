@@ -229,8 +229,7 @@ pub fn lower_files(
                 continue;
             }
             let (tuples, launches) = {
-                let (tuples, launches) =
-                    lower::instantiate::kernel_uses(&unit, &index, &options.lower, def.decl);
+                let (tuples, launches) = lower::instantiate::kernel_uses(&unit, &index, &options.lower, def.decl);
                 if def.template_params.is_empty() {
                     (vec![Vec::new()], launches)
                 } else {

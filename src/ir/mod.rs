@@ -345,6 +345,10 @@ pub enum AtomicOp {
     And,
     Or,
     Xor,
+    /// The internal writes of one block collective (a CUB algorithm on its
+    /// temp storage): the threads' writes do not race with each other, as
+    /// atomics do not, but do with plain accesses.
+    Collective,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1084,7 +1084,7 @@ impl<'u> Lowerer<'u> {
         self.emit(
             StmtKind::Access(Access {
                 object,
-                kind: AccessKind::Write,
+                kind: AccessKind::Atomic(AtomicOp::Collective),
                 offset: temp.offset.clone(),
                 width: width.clone(),
                 value: None,

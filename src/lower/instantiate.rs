@@ -52,12 +52,7 @@ pub fn kernel_launches(unit: &Unit, index: &Index, config: &LowerConfig, kernel:
 }
 
 /// Template argument tuples and launch sites of a kernel.
-pub fn kernel_uses(
-    unit: &Unit,
-    index: &Index,
-    config: &LowerConfig,
-    kernel: DeclId,
-) -> (Vec<Tuple>, Vec<LaunchSite>) {
+pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> (Vec<Tuple>, Vec<LaunchSite>) {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
     let mut finder = Finder {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::ir::access::{AccessModel, Origin};
 use crate::ir::term::{Term, TermKind};
-use crate::ir::{AccessKind, BinOp, Builtin, Kernel, ObjectKind, Space};
+use crate::ir::{AccessKind, AtomicOp, BinOp, Builtin, Kernel, ObjectKind, Space};
 use crate::source::Span;
 use crate::verdict::{Alarm, Condition, UnknownItem, Verdict};
 
@@ -172,6 +172,7 @@ fn describe(kind: AccessKind) -> &'static str {
     match kind {
         AccessKind::Read => "read",
         AccessKind::Write => "write",
+        AccessKind::Atomic(AtomicOp::Collective) => "collective write",
         AccessKind::Atomic(_) => "atomic",
     }
 }
@@ -262,7 +263,8 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
     } = run;
     if out_of_time {
         unknowns.push(UnknownItem {
-            reason: "the memory check ran out of the kernel's time budget before deciding every pair of accesses".into(),
+            reason: "the memory check ran out of the kernel's time budget before deciding every pair of accesses"
+                .into(),
             span: kernel.span,
         });
     }
