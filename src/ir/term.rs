@@ -416,6 +416,7 @@ impl Terms {
                 (Some(true), _) => return b,
                 (_, Some(true)) => return a,
                 _ if a.id == b.id => return a,
+                _ if complements(&a, &b) => return self.bool(false),
                 _ => {}
             },
             BinOp::Or => match (a.as_bool(), b.as_bool()) {
@@ -423,7 +424,13 @@ impl Terms {
                 (Some(false), _) => return b,
                 (_, Some(false)) => return a,
                 _ if a.id == b.id => return a,
-                _ => {}
+                _ if complements(&a, &b) => return self.bool(true),
+                // The join of an if/else: `(p && c) || (p && !c)` is `p`.
+                _ => {
+                    if let Some(p) = common_with_complements(&a, &b) {
+                        return p;
+                    }
+                }
             },
             BinOp::Eq if ty == ScalarTy::Bool => match (a.as_bool(), b.as_bool()) {
                 (Some(true), _) => return b,
@@ -537,6 +544,44 @@ impl Terms {
 }
 
 /// Every model symbol in `t`, each once, in order of first appearance.
+/// `a` is `!b` or `b` is `!a`.
+fn complements(a: &Term, b: &Term) -> bool {
+    let negates = |x: &Term, y: &Term| matches!(&x.kind, TermKind::Unary(UnOp::Not, inner) if inner.id == y.id);
+    // `not` turns `!(x < y)` into `x >= y` for integers.
+    let flipped = match (&a.kind, &b.kind) {
+        (TermKind::Binary(p, t, l, r), TermKind::Binary(q, u, m, n)) if t == u && t.is_int() => {
+            l.id == m.id
+                && r.id == n.id
+                && matches!(
+                    (p, q),
+                    (BinOp::Eq, BinOp::Ne)
+                        | (BinOp::Ne, BinOp::Eq)
+                        | (BinOp::Lt, BinOp::Ge)
+                        | (BinOp::Ge, BinOp::Lt)
+                        | (BinOp::Le, BinOp::Gt)
+                        | (BinOp::Gt, BinOp::Le)
+                )
+        }
+        _ => false,
+    };
+    flipped || negates(a, b) || negates(b, a)
+}
+
+/// For `a = p && c` and `b = p && !c` (either operand order), `p`.
+fn common_with_complements(a: &Term, b: &Term) -> Option<Term> {
+    let (TermKind::Binary(BinOp::And, _, a1, a2), TermKind::Binary(BinOp::And, _, b1, b2)) = (&a.kind, &b.kind) else {
+        return None;
+    };
+    for (p, c) in [(a1, a2), (a2, a1)] {
+        for (q, d) in [(b1, b2), (b2, b1)] {
+            if p.id == q.id && complements(c, d) {
+                return Some(p.clone());
+            }
+        }
+    }
+    None
+}
+
 pub fn symbols_of(t: &Term, out: &mut Vec<SymbolId>, seen: &mut std::collections::HashSet<u32>) {
     if !seen.insert(t.id) {
         return;
@@ -707,6 +752,25 @@ mod tests {
         assert_eq!(t.and(c.clone(), yes), c);
         let x = t.select(c.clone(), tid.clone(), tid.clone());
         assert_eq!(x, tid);
+    }
+
+    #[test]
+    fn branches_of_one_condition_join() {
+        let mut t = Terms::new();
+        let tid = t.builtin(Builtin::ThreadIdx(Dim::X));
+        let n = t.param(0, ScalarTy::I32);
+        let p = t.binary(BinOp::Lt, ScalarTy::I32, tid.clone(), n);
+        let five = t.int(5, ScalarTy::I32);
+        let c = t.binary(BinOp::Lt, ScalarTy::I32, tid, five);
+        let not_c = t.not(c.clone());
+        let then = t.and(p.clone(), c.clone());
+        let other = t.and(not_c.clone(), p.clone());
+        assert_eq!(t.or(then, other).id, p.id);
+        assert_eq!(t.or(c.clone(), not_c.clone()).as_bool(), Some(true));
+        assert_eq!(t.and(c, not_c).as_bool(), Some(false));
+        let f = t.opaque(OpId(0), ScalarTy::Bool, vec![]);
+        let not_f = t.not(f.clone());
+        assert_eq!(t.or(f, not_f).as_bool(), Some(true));
     }
 
     #[test]
