@@ -1345,6 +1345,11 @@ impl<'u> Lowerer<'u> {
         match func.kind() {
             "identifier" => {
                 let name = self.text(func).to_string();
+                // `dim3(x, y)`, `make`-less vector construction.
+                if let Some(ty @ Type::Vector(_)) = super::types::named_scalar(&name) {
+                    let ops = self.operands(args);
+                    return Operand::Value(self.construct(&ty, ops, node));
+                }
                 self.call_by_name(&name, &[], args, node)
             }
             "template_function" => {

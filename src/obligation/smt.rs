@@ -278,8 +278,15 @@ impl<'a> Encoder<'a> {
         match self.shape.grid_dim {
             Some(g) => g[i].max(1) as i128,
             None if self.shape.unit_grid[i] => 1,
-            // The grid spans fewer than 2^31 threads along a dimension.
-            None if i == 0 => ((1i128 << 31) - 1) / self.block_max(0).max(1),
+            // The grid's x extent spans fewer than 2^31 threads (whole
+            // blocks, when the block shape is known).
+            None if i == 0 => {
+                let threads = match self.shape.block_dim {
+                    Some(b) => b.iter().map(|&d| d.max(1) as i128).product(),
+                    None => self.block_max(0),
+                };
+                ((1i128 << 31) - 1) / threads.max(1)
+            }
             None => 65535,
         }
     }
