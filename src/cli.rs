@@ -96,7 +96,8 @@ pub struct Common {
     #[arg(short = 'I', value_name = "DIR")]
     pub include: Vec<PathBuf>,
     /// Time limit per solver obligation, in milliseconds (a kernel's
-    /// obligations share a budget of 7 s; what is left undecided is unknown).
+    /// obligations share a budget of the larger of 7 s and four such limits;
+    /// what is left undecided is unknown).
     #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,
     /// Kernels checked in parallel (default: all cores).

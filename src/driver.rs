@@ -409,14 +409,20 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
         unit_block: used_block.map(|u| !u),
         unit_grid: used_grid.map(|u| !u),
     };
+    let defaults = MemoryOptions::default();
+    let timeout_ms = if options.timeout_ms == 0 {
+        defaults.timeout_ms
+    } else {
+        options.timeout_ms
+    };
     MemoryOptions {
         shape,
-        timeout_ms: if options.timeout_ms == 0 {
-            MemoryOptions::default().timeout_ms
-        } else {
-            options.timeout_ms
-        },
-        ..Default::default()
+        timeout_ms,
+        // A longer obligation limit widens the kernel's budget with it.
+        budget: defaults
+            .budget
+            .max(std::time::Duration::from_millis(timeout_ms.saturating_mul(4))),
+        ..defaults
     }
 }
 

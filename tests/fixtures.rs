@@ -139,7 +139,12 @@ fn check_fixture(path: &Path) -> Vec<String> {
         Ok(h) => h,
         Err(e) => return vec![e],
     };
+    // Verdicts, not speed, are under test: a loaded machine must not turn a
+    // proof into a timeout (benchmarks measure speed).
     let mut argv = vec!["warpdrf".to_string(), "check".to_string()];
+    if !header.args.iter().any(|a| a == "--timeout-ms") {
+        argv.extend(["--timeout-ms".to_string(), "60000".to_string()]);
+    }
     argv.extend(header.args.iter().cloned());
     argv.push(path.display().to_string());
     let cli = match Cli::try_parse_from(&argv) {
