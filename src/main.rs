@@ -78,16 +78,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             format!("--format {other:?} is not implemented yet; use human or json").to_lowercase()
                         );
                     }
+                    if results.is_empty() {
+                        eprintln!("warpdrf: no kernels found");
+                    }
                     for r in &results {
-                        let (line, _) = db.line_col(r.span);
-                        out(&format!(
-                            "{}:{}: {}: memory={:?} participation={:?}\n",
-                            db.name(r.span.file),
-                            line,
-                            r.kernel,
-                            r.memory,
-                            r.participation
-                        ));
+                        out(&report::human::kernel(&db, r));
                     }
                 }
             }

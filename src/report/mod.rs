@@ -1,6 +1,7 @@
 //! Renderings of results: only this module knows output formats.
 
 pub mod diagnostic;
+pub mod human;
 pub mod json;
 
 use crate::driver::{KernelEntry, Status};
