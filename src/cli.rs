@@ -96,7 +96,7 @@ pub struct Common {
     #[arg(short = 'I', value_name = "DIR")]
     pub include: Vec<PathBuf>,
     /// Time limit per solver obligation, in milliseconds (a kernel's
-    /// obligations share a budget of the larger of 7 s and four such limits;
+    /// obligations share a budget of the larger of 7 s and three such limits;
     /// what is left undecided is unknown).
     #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,

@@ -421,7 +421,7 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
         // A longer obligation limit widens the kernel's budget with it.
         budget: defaults
             .budget
-            .max(std::time::Duration::from_millis(timeout_ms.saturating_mul(4))),
+            .max(std::time::Duration::from_millis(timeout_ms.saturating_mul(3))),
         ..defaults
     }
 }
