@@ -21,15 +21,7 @@ pub fn unary(op: UnOp, ty: ScalarTy, a: Expr) -> Expr {
 
 pub fn not(a: Expr) -> Expr {
     if let Expr::Binary(op, ty, l, r) = &a {
-        let flipped = match op {
-            BinOp::Eq => Some(BinOp::Ne),
-            BinOp::Ne => Some(BinOp::Eq),
-            BinOp::Lt => Some(BinOp::Ge),
-            BinOp::Le => Some(BinOp::Gt),
-            BinOp::Gt => Some(BinOp::Le),
-            BinOp::Ge => Some(BinOp::Lt),
-            _ => None,
-        };
+        let flipped = op.negated();
         // Floats: `!(a < b)` is not `a >= b` when NaN is involved.
         if let (Some(f), true) = (flipped, ty.is_int()) {
             return Expr::Binary(f, *ty, l.clone(), r.clone());

@@ -184,6 +184,20 @@ impl BinOp {
         matches!(self, BinOp::And | BinOp::Or)
     }
 
+    /// The comparison that holds exactly when this one does not (for
+    /// integers; with floats NaN breaks it).
+    pub fn negated(self) -> Option<BinOp> {
+        match self {
+            BinOp::Eq => Some(BinOp::Ne),
+            BinOp::Ne => Some(BinOp::Eq),
+            BinOp::Lt => Some(BinOp::Ge),
+            BinOp::Le => Some(BinOp::Gt),
+            BinOp::Gt => Some(BinOp::Le),
+            BinOp::Ge => Some(BinOp::Lt),
+            _ => None,
+        }
+    }
+
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",

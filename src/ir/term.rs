@@ -244,16 +244,7 @@ impl Terms {
         match &a.kind {
             TermKind::Unary(UnOp::Not, inner) => return inner.clone(),
             TermKind::Binary(op, ty, l, r) if ty.is_int() => {
-                let flipped = match op {
-                    BinOp::Eq => Some(BinOp::Ne),
-                    BinOp::Ne => Some(BinOp::Eq),
-                    BinOp::Lt => Some(BinOp::Ge),
-                    BinOp::Le => Some(BinOp::Gt),
-                    BinOp::Gt => Some(BinOp::Le),
-                    BinOp::Ge => Some(BinOp::Lt),
-                    _ => None,
-                };
-                if let Some(f) = flipped {
+                if let Some(f) = op.negated() {
                     return self.binary(f, *ty, l.clone(), r.clone());
                 }
             }
@@ -550,17 +541,7 @@ fn complements(a: &Term, b: &Term) -> bool {
     // `not` turns `!(x < y)` into `x >= y` for integers.
     let flipped = match (&a.kind, &b.kind) {
         (TermKind::Binary(p, t, l, r), TermKind::Binary(q, u, m, n)) if t == u && t.is_int() => {
-            l.id == m.id
-                && r.id == n.id
-                && matches!(
-                    (p, q),
-                    (BinOp::Eq, BinOp::Ne)
-                        | (BinOp::Ne, BinOp::Eq)
-                        | (BinOp::Lt, BinOp::Ge)
-                        | (BinOp::Ge, BinOp::Lt)
-                        | (BinOp::Le, BinOp::Gt)
-                        | (BinOp::Gt, BinOp::Le)
-                )
+            l.id == m.id && r.id == n.id && p.negated() == Some(*q)
         }
         _ => false,
     };

@@ -495,15 +495,8 @@ impl<'u> Lowerer<'u> {
                     _ => return !mentions(&text, names),
                 },
                 "array_declarator" | "abstract_array_declarator" => {
-                    // `x[N][M]`: the outer node has M, the type's first bound
-                    // is the innermost node's.
-                    let mut chain = vec![n];
-                    let mut m = n.field("declarator");
-                    while let Some(d) = m.filter(|d| d.kind().ends_with("array_declarator")) {
-                        chain.push(d);
-                        m = d.field("declarator");
-                    }
-                    for a in chain.iter().rev() {
+                    let (bounds, m) = super::index::array_bounds(n);
+                    for a in &bounds {
                         match actual.clone() {
                             Type::Array(inner, count) => {
                                 if let (Some(size), Some(count)) = (a.field("size"), count) {

@@ -109,6 +109,19 @@ pub struct Index<'u> {
     pub local_classes: HashMap<usize, DeclId>,
 }
 
+/// The bounds of `x[N][M]` as declarator nodes, the type's first bound (the
+/// innermost node, N) first, and the declarator inside them.
+pub(super) fn array_bounds<'t>(outer: Node<'t>) -> (Vec<Node<'t>>, Option<Node<'t>>) {
+    let mut chain = vec![outer];
+    let mut inner = outer.field("declarator");
+    while let Some(d) = inner.filter(|d| d.kind().ends_with("array_declarator")) {
+        chain.push(d);
+        inner = d.field("declarator");
+    }
+    chain.reverse();
+    (chain, inner)
+}
+
 /// The name a declarator declares (through pointers, references, arrays,
 /// initialisers, parentheses) and that name's node.
 pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(String, Node<'t>)> {

@@ -1143,15 +1143,8 @@ impl<'u> Lowerer<'u> {
                         actual = actual.strip_ref().clone();
                     }
                     "abstract_array_declarator" | "array_declarator" => {
-                        // `x[N][M]`: the outer node has M; the type's first
-                        // bound is N, the innermost node's.
-                        let mut chain = vec![n];
-                        let mut m = n.field("declarator");
-                        while let Some(d) = m.filter(|d| d.kind().ends_with("array_declarator")) {
-                            chain.push(d);
-                            m = d.field("declarator");
-                        }
-                        for a in chain.iter().rev() {
+                        let (bounds, m) = super::index::array_bounds(n);
+                        for a in &bounds {
                             let Type::Array(inner, n_elems) = actual.clone() else {
                                 return false;
                             };

@@ -133,6 +133,15 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Binds `var` to a fresh symbol named after it.
+    fn bind_fresh(&mut self, st: &mut State, var: VarId, scope: Scope, origin: Origin, span: Span) -> Term {
+        let info = &self.kernel.vars[var.index()];
+        let (name, ty) = (info.name.clone(), info.ty);
+        let t = self.new_symbol(name, ty, scope, origin, span);
+        st.vars[var.index()] = Some(t.clone());
+        t
+    }
+
     fn new_symbol(&mut self, name: String, ty: ScalarTy, scope: Scope, origin: Origin, span: Span) -> Term {
         let id = SymbolId(self.model.symbols.len() as u32);
         self.model.symbols.push(Symbol {
@@ -150,19 +159,11 @@ impl<'k> Exec<'k> {
         if let Some(t) = &st.vars[v.index()] {
             return t.clone();
         }
-        let info = &self.kernel.vars[v.index()];
-        let (name, ty, span) = (info.name.clone(), info.ty, info.span);
-        let t = self.new_symbol(
-            name,
-            ty,
-            Scope::Thread,
-            Origin::Input {
-                reason: "uninitialised".into(),
-            },
-            span,
-        );
-        st.vars[v.index()] = Some(t.clone());
-        t
+        let span = self.kernel.vars[v.index()].span;
+        let origin = Origin::Input {
+            reason: "uninitialised".into(),
+        };
+        self.bind_fresh(st, v, Scope::Thread, origin, span)
     }
 
     fn eval(&mut self, st: &mut State, e: &Expr) -> Term {
@@ -232,16 +233,8 @@ impl<'k> Exec<'k> {
                 self.assign(st, *var, t);
             }
             StmtKind::Havoc { var, reason } => {
-                let info = &self.kernel.vars[var.index()];
-                let (name, ty) = (info.name.clone(), info.ty);
-                let t = self.new_symbol(
-                    name,
-                    ty,
-                    Scope::Thread,
-                    Origin::Input { reason: reason.clone() },
-                    s.span,
-                );
-                st.vars[var.index()] = Some(t);
+                let origin = Origin::Input { reason: reason.clone() };
+                self.bind_fresh(st, *var, Scope::Thread, origin, s.span);
             }
             StmtKind::Access(a) => self.access(st, a, s),
             StmtKind::Barrier(b) => {
@@ -253,16 +246,8 @@ impl<'k> Exec<'k> {
                     self.bump(st, which);
                 }
                 if let Some((_, var)) = &b.predicate {
-                    let info = &self.kernel.vars[var.index()];
-                    let (name, ty) = (info.name.clone(), info.ty);
-                    let t = self.new_symbol(
-                        name,
-                        ty,
-                        Scope::Block,
-                        Origin::Collective { name: b.name.clone() },
-                        s.span,
-                    );
-                    st.vars[var.index()] = Some(t);
+                    let origin = Origin::Collective { name: b.name.clone() };
+                    self.bind_fresh(st, *var, Scope::Block, origin, s.span);
                 }
             }
             StmtKind::Primitive(p) => self.primitive(st, p, s),
@@ -339,10 +324,8 @@ impl<'k> Exec<'k> {
     fn access(&mut self, st: &mut State, a: &Access, s: &Stmt) {
         let mut pc = st.pc.clone();
         for r in &a.ranges {
-            let info = &self.kernel.vars[r.var.index()];
-            let (name, ty) = (info.name.clone(), info.ty);
-            let sym = self.new_symbol(name, ty, Scope::Thread, Origin::Range, s.span);
-            st.vars[r.var.index()] = Some(sym.clone());
+            let ty = self.kernel.vars[r.var.index()].ty;
+            let sym = self.bind_fresh(st, r.var, Scope::Thread, Origin::Range, s.span);
             let lo = self.eval(st, &r.lo);
             let hi = self.eval(st, &r.hi);
             let t = self.terms();
@@ -373,8 +356,6 @@ impl<'k> Exec<'k> {
             });
         }
         if let Some(var) = a.result {
-            let info = &self.kernel.vars[var.index()];
-            let (name, ty) = (info.name.clone(), info.ty);
             let origin = if shared {
                 Origin::Load {
                     object: a.object,
@@ -386,8 +367,7 @@ impl<'k> Exec<'k> {
                     reason: "read from a local array".into(),
                 }
             };
-            let t = self.new_symbol(name, ty, Scope::Thread, origin, s.span);
-            st.vars[var.index()] = Some(t);
+            self.bind_fresh(st, var, Scope::Thread, origin, s.span);
         }
     }
 
@@ -439,11 +419,8 @@ impl<'k> Exec<'k> {
             }
         }
         for &var in &p.results {
-            let info = &self.kernel.vars[var.index()];
-            let (name, ty) = (info.name.clone(), info.ty);
             let scope = if uniform { Scope::Warp } else { Scope::Thread };
-            let t = self.new_symbol(name, ty, scope, Origin::Collective { name: p.kind.name() }, s.span);
-            st.vars[var.index()] = Some(t);
+            self.bind_fresh(st, var, scope, Origin::Collective { name: p.kind.name() }, s.span);
         }
     }
 
