@@ -564,16 +564,35 @@ fn common_with_complements(a: &Term, b: &Term) -> Option<Term> {
 }
 
 pub fn symbols_of(t: &Term, out: &mut Vec<SymbolId>, seen: &mut std::collections::HashSet<u32>) {
+    collect(
+        t,
+        &|k| match k {
+            TermKind::Symbol(s) => Some(*s),
+            _ => None,
+        },
+        out,
+        seen,
+    );
+}
+
+/// The distinct values `pick` finds in the nodes of `t`, in first-seen order;
+/// `seen` holds the nodes already visited.
+pub fn collect<T: PartialEq>(
+    t: &Term,
+    pick: &impl Fn(&TermKind) -> Option<T>,
+    out: &mut Vec<T>,
+    seen: &mut std::collections::HashSet<u32>,
+) {
     if !seen.insert(t.id) {
         return;
     }
-    if let TermKind::Symbol(s) = t.kind {
-        if !out.contains(&s) {
-            out.push(s);
+    if let Some(v) = pick(&t.kind) {
+        if !out.contains(&v) {
+            out.push(v);
         }
     }
     for c in t.children() {
-        symbols_of(c, out, seen);
+        collect(c, pick, out, seen);
     }
 }
 

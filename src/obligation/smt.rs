@@ -1785,15 +1785,9 @@ fn low_mask(c: Option<i128>) -> bool {
 }
 
 fn collect_params(t: &Term, out: &mut Vec<u32>, seen: &mut HashSet<u32>) {
-    if !seen.insert(t.id) {
-        return;
-    }
-    if let TermKind::Param(i) = t.kind {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    for c in t.children() {
-        collect_params(c, out, seen);
-    }
+    let param = |k: &TermKind| match k {
+        TermKind::Param(i) => Some(*i),
+        _ => None,
+    };
+    crate::ir::term::collect(t, &param, out, seen);
 }
