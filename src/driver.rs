@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::ir::{Dim, Kernel, Unknown};
+use crate::lower::instantiate::{BlockShape, LaunchShape};
 use crate::lower::{self, LowerConfig};
 use crate::obligation::{MemoryOptions, Shape};
 use crate::preprocess::{self, PpConfig, Session};
@@ -42,19 +43,23 @@ pub struct KernelEntry {
     pub template_params: Vec<String>,
     /// Distinct template argument tuples found for it (in the unit that lowered it).
     pub instantiations: usize,
+    /// How many of them were lowered: the kept ones, those that lowered to
+    /// the same code as a kept one, and those that only trap.
+    pub covered: usize,
     /// The lowered instantiations, the most determined first.
     pub kernels: Vec<Kernel>,
     /// For each lowered instantiation, the block shapes its launch sites
     /// use, when every launch site of it determines one.
-    pub launch_blocks: Vec<Option<Vec<[u32; 3]>>>,
+    pub launch_blocks: Vec<Option<Vec<LaunchShape>>>,
     /// What kept any instantiation from lowering completely, deduplicated.
     pub unknowns: Vec<Unknown>,
 }
 
 /// Most instantiations of one kernel lowered for the listing.
-pub const MAX_LOWERED: usize = 2;
-/// Most instantiations tried while looking for ones that do not just trap.
-pub const MAX_TRIED: usize = 8;
+pub const MAX_LOWERED: usize = 8;
+/// Most instantiations lowered (those that only trap, or lower to the same
+/// code as another, are not kept).
+pub const MAX_TRIED: usize = 24;
 
 impl KernelEntry {
     pub fn status(&self) -> Status {
@@ -251,20 +256,37 @@ pub fn lower_files(
             // Instantiations that only trap (variants compiled out with
             // NO_DEVICE_CODE) say little: prefer ones that run code.
             let mut kernels: Vec<Kernel> = Vec::new();
-            let mut blocks: Vec<Option<Vec<[u32; 3]>>> = Vec::new();
-            let mut trapping: Vec<(Kernel, Option<Vec<[u32; 3]>>)> = Vec::new();
+            let mut blocks: Vec<Option<Vec<LaunchShape>>> = Vec::new();
+            let mut trapping: Vec<(Kernel, Option<Vec<LaunchShape>>)> = Vec::new();
+            let mut covered = 0;
             for args in candidates.iter().take(MAX_TRIED) {
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
                 let b = launch_blocks(&launches, args);
+                let same = kernels
+                    .iter()
+                    .position(|x| x.body == k.body && x.syms == k.syms && x.objects == k.objects);
                 if k.always_traps() {
                     trapping.push((k, b));
+                } else if let Some(at) = same {
+                    // The same code: its launch shapes join the kept one's.
+                    blocks[at] = match (blocks[at].take(), b) {
+                        (Some(mut old), Some(new)) => {
+                            for s in new {
+                                if !old.contains(&s) {
+                                    old.push(s);
+                                }
+                            }
+                            Some(old)
+                        }
+                        _ => None,
+                    };
+                } else if kernels.len() == MAX_LOWERED {
+                    break;
                 } else {
                     kernels.push(k);
                     blocks.push(b);
                 }
-                if kernels.len() == MAX_LOWERED {
-                    break;
-                }
+                covered += 1;
             }
             if kernels.is_empty() {
                 for (k, b) in trapping.into_iter().take(1) {
@@ -280,6 +302,7 @@ pub fn lower_files(
                 span: def.span,
                 template_params: def.template_params.clone(),
                 instantiations: tuples.len(),
+                covered,
                 kernels,
                 launch_blocks: blocks,
                 unknowns,
@@ -304,14 +327,18 @@ pub fn lower_files(
     (entries, diagnostics)
 }
 
-/// The distinct block shapes of the launches with template arguments `args`;
-/// `None` when there is none or one does not determine its shape.
-fn launch_blocks(launches: &[lower::instantiate::LaunchSite], args: &[Option<lower::TArg>]) -> Option<Vec<[u32; 3]>> {
+/// The distinct block shapes of the launches with template arguments `args`
+/// (each extent known or not); `None` when there is no launch of them.
+fn launch_blocks(
+    launches: &[lower::instantiate::LaunchSite],
+    args: &[Option<lower::TArg>],
+) -> Option<Vec<LaunchShape>> {
     let mut out = Vec::new();
     for site in launches.iter().filter(|l| l.tuple == args) {
-        let b = site.block?;
-        if !out.contains(&b) {
-            out.push(b);
+        for b in &site.blocks {
+            if !out.contains(b) {
+                out.push(*b);
+            }
         }
     }
     Some(out).filter(|o| !o.is_empty())
@@ -350,9 +377,8 @@ pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
         .unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
-/// Verdicts for every kernel: memory ordering is decided per lowered
-/// instantiation (an alarm in any is the kernel's alarm); participation is not
-/// analysed yet and stays `unknown`, never `pass`.
+/// Verdicts for every kernel: both conditions are decided per lowered
+/// instantiation and launch shape (an alarm in any is the kernel's alarm).
 pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<KernelResult> {
     let _ = db;
     entries.iter().map(|e| check_entry(e, options)).collect()
@@ -400,6 +426,8 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
     let (used_block, used_grid) = k.used_dims();
     let shape = Shape {
         block_dim: options.block_dim,
+        block_known: options.block_dim.map_or([None; 3], |b| b.map(Some)),
+        block_multiple: [1; 3],
         grid_dim: options.grid_dim,
         max_threads: k
             .launch_bounds
@@ -426,6 +454,15 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
     }
 }
 
+/// A condition's verdict over several obligations: any alarm, else any unknown.
+fn join(a: Verdict, b: Verdict) -> Verdict {
+    match (a, b) {
+        (Verdict::Alarm, _) | (_, Verdict::Alarm) => Verdict::Alarm,
+        (Verdict::Unknown, _) | (_, Verdict::Unknown) => Verdict::Unknown,
+        _ => Verdict::Pass,
+    }
+}
+
 fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let started = std::time::Instant::now();
     let mut unknowns: Vec<UnknownItem> = e
@@ -439,15 +476,24 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let mut alarms = Vec::new();
     let mut assumptions: Vec<String> = Vec::new();
     let mut memory = Verdict::Pass;
-    let mut site_blocks: Vec<[u32; 3]> = Vec::new();
-    let mut symbolic = false;
+    let mut participation = Verdict::Pass;
+    let mut site_blocks: Vec<BlockShape> = Vec::new();
+    // Every checked instantiation took its shapes from launch sites.
+    let mut from_sites = true;
+    // Every instantiation under every launch shape: participation first for
+    // all (it is usually quick, and gets at most half of the budget), then
+    // memory with what is left.
+    let mut jobs = Vec::new();
     for (i, k) in e.kernels.iter().enumerate() {
-        let model = crate::passes::accesses::build(k, options.lower.warp_size);
+        let model = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size));
         // Shapes: the flag's, else those of the launch sites, else symbolic.
-        let shapes: Vec<Option<[u32; 3]>> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
-            (Some(b), _) => vec![Some(b)],
-            (None, Some(list)) => list.into_iter().map(Some).collect(),
-            (None, None) => vec![None],
+        let shapes: Vec<LaunchShape> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
+            (Some(b), _) => vec![(b.map(Some), b)],
+            (None, Some(list)) => list,
+            (None, None) => {
+                from_sites = false;
+                vec![([None; 3], [1; 3])]
+            }
         };
         let (used_block, used_grid) = k.used_dims();
         for (used, given, what, index, extent) in [
@@ -475,22 +521,45 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 }
             }
         }
-        for shape in shapes {
-            match shape {
-                Some(b) if options.block_dim.is_none() && !site_blocks.contains(&b) => site_blocks.push(b),
-                Some(_) => {}
-                None => symbolic = true,
+        for (shape, multiple) in shapes {
+            if !site_blocks.contains(&shape) {
+                site_blocks.push(shape);
             }
             let mut mopts = memory_options(k, options);
-            mopts.shape.block_dim = shape;
-            // One budget for all instantiations of the kernel.
-            mopts.budget = mopts.budget.saturating_sub(started.elapsed());
-            let result = crate::obligation::check_memory(k, &model, &mopts);
-            memory = match (memory, result.verdict) {
-                (Verdict::Alarm, _) | (_, Verdict::Alarm) => Verdict::Alarm,
-                (Verdict::Unknown, _) | (_, Verdict::Unknown) => Verdict::Unknown,
-                _ => Verdict::Pass,
-            };
+            let exact = shape.iter().all(Option::is_some);
+            mopts.shape.block_dim = exact.then(|| shape.map(|d| d.unwrap_or(1)));
+            mopts.shape.block_known = shape;
+            mopts.shape.block_multiple = multiple;
+            jobs.push((k, model.clone(), mopts));
+        }
+    }
+    let budget = memory_options(e.kernel(), options).budget;
+    for (k, model, mopts) in &jobs {
+        let mut mopts = mopts.clone();
+        mopts.budget = (budget / 2).saturating_sub(started.elapsed());
+        let part = crate::obligation::participation::check_participation(k, model, &mopts);
+        participation = join(participation, part.verdict);
+        // One alarm per statement and kind across instantiations and shapes.
+        for a in part.alarms {
+            if !alarms
+                .iter()
+                .any(|b: &crate::verdict::Alarm| b.kind == a.kind && b.span == a.span && b.related == a.related)
+            {
+                alarms.push(a);
+            }
+        }
+        for u in part.unknowns {
+            if !unknowns.contains(&u) {
+                unknowns.push(u);
+            }
+        }
+    }
+    {
+        for (k, model, mopts) in &jobs {
+            let mut mopts = mopts.clone();
+            mopts.budget = budget.saturating_sub(started.elapsed());
+            let result = crate::obligation::check_memory(k, model, &mopts);
+            memory = join(memory, result.verdict);
             alarms.extend(result.alarms);
             for u in result.unknowns {
                 if !unknowns.contains(&u) {
@@ -505,35 +574,39 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         }
     }
     // A pass covers only the instantiations checked.
-    if memory == Verdict::Pass && e.instantiations > e.kernels.len() {
-        memory = Verdict::Unknown;
+    if (memory == Verdict::Pass || participation == Verdict::Pass) && e.instantiations > e.covered {
+        memory = join(memory, Verdict::Unknown);
+        participation = join(participation, Verdict::Unknown);
         unknowns.push(UnknownItem {
             reason: format!(
                 "only {} of the {} template instantiations found were checked",
-                e.kernels.len(),
-                e.instantiations
+                e.covered, e.instantiations
             ),
             span: e.span,
         });
     }
-    unknowns.push(UnknownItem {
-        reason: "participation is not analysed yet".into(),
-        span: e.span,
-    });
     let launch = match options.block_dim {
         Some(b) => Launch {
             block_dim: Some(b),
+            block_known: None,
             grid_dim: options.grid_dim,
             source: ShapeSource::Flag,
         },
-        // Every checked instantiation took its shape from its launch sites.
-        None if !symbolic && !site_blocks.is_empty() => Launch {
-            block_dim: (site_blocks.len() == 1).then(|| site_blocks[0]),
+        None if from_sites && !site_blocks.is_empty() => Launch {
+            block_dim: match site_blocks.as_slice() {
+                [one] if one.iter().all(Option::is_some) => Some(one.map(|d| d.unwrap_or(1))),
+                _ => None,
+            },
+            block_known: match site_blocks.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            },
             grid_dim: options.grid_dim,
             source: ShapeSource::LaunchSite,
         },
         None => Launch {
             block_dim: None,
+            block_known: None,
             grid_dim: options.grid_dim,
             source: if e.kernel().launch_bounds.is_some() {
                 ShapeSource::LaunchBounds
@@ -553,7 +626,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             .collect(),
         launch,
         memory,
-        participation: Verdict::Unknown,
+        participation,
         alarms,
         unknowns,
         assumptions,

@@ -33,6 +33,10 @@ pub enum ShapeSource {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Launch {
     pub block_dim: Option<[u32; 3]>,
+    /// Per dimension, the extents a single launch site fixes where it does
+    /// not fix them all (`dim3(WARP_SIZE, nwarps)` with a runtime `nwarps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_known: Option<[Option<u32>; 3]>,
     pub grid_dim: Option<[u32; 3]>,
     pub source: ShapeSource,
 }
@@ -80,9 +84,12 @@ pub struct ThreadWitness {
     pub lane: u64,
     /// Iterations of the loops around the access: (the loop, iteration), outermost first.
     pub iterations: Vec<(Span, i64)>,
-    /// The byte offset the thread accesses, and how many bytes.
+    /// The byte offset the thread accesses, and how many bytes (0 for a
+    /// participation witness).
     pub offset: i64,
     pub width: i64,
+    /// The thread exists: `false` for the missing lanes of a partial warp.
+    pub exists: bool,
 }
 
 /// A concrete execution that breaks a condition: the two threads and the
@@ -96,6 +103,8 @@ pub struct Witness {
     pub params: Vec<(String, String)>,
     /// Loaded or unmodelled values the conflict involves: (what, value).
     pub inputs: Vec<(String, String)>,
+    /// What else decides it, in words (a mask's value and its missing lane).
+    pub notes: Vec<String>,
 }
 
 /// A failed obligation.

@@ -8,8 +8,8 @@
 
 use std::fmt;
 
-use super::term::{Show, SymbolId, Term, Terms};
-use super::{AccessKind, LabelId, ObjectId, ScalarTy};
+use super::term::{Show, SymbolId, Term, TermKind, Terms};
+use super::{AccessKind, Builtin, LabelId, ObjectId, ScalarTy};
 use crate::source::Span;
 
 /// Which threads share one value of a symbol. Two instances of a symbol of
@@ -21,6 +21,44 @@ pub enum Scope {
     Warp,
     Block,
     Grid,
+}
+
+impl Scope {
+    fn rank(self) -> u8 {
+        match self {
+            Scope::Grid => 0,
+            Scope::Block => 1,
+            Scope::Warp => 2,
+            Scope::Thread => 3,
+        }
+    }
+
+    /// The finer of two scopes (the one fewer threads share).
+    pub fn finest(self, other: Scope) -> Scope {
+        if self.rank() >= other.rank() {
+            self
+        } else {
+            other
+        }
+    }
+
+    /// The coarser of two scopes (the one more threads share).
+    pub fn coarsest(self, other: Scope) -> Scope {
+        if self.rank() <= other.rank() {
+            self
+        } else {
+            other
+        }
+    }
+
+    /// Every thread of `group` agrees on values of this scope.
+    pub fn covers(self, group: Group) -> bool {
+        match group {
+            Group::Lanes(_) => self != Scope::Thread,
+            Group::Block => matches!(self, Scope::Block | Scope::Grid),
+            Group::Grid => self == Scope::Grid,
+        }
+    }
 }
 
 /// Why a symbol exists: shown in witnesses, and it decides which facts hold.
@@ -62,10 +100,17 @@ pub struct Symbol {
 }
 
 impl Symbol {
-    /// A loaded value or an unmodelled input: an alarm that depends on it
-    /// depends on the data.
+    /// A loaded value, an unmodelled input or a collective's result (a
+    /// function of other lanes' data that is not interpreted): an alarm
+    /// that depends on it depends on the data.
+    /// `__activemask()` is not data: the contract never trusts its value,
+    /// whatever it is.
     pub fn is_input(&self) -> bool {
-        matches!(self.origin, Origin::Load { .. } | Origin::Input { .. })
+        match &self.origin {
+            Origin::Load { .. } | Origin::Input { .. } => true,
+            Origin::Collective { name } => name != "__activemask",
+            _ => false,
+        }
     }
 }
 
@@ -99,11 +144,67 @@ pub struct AccessRecord {
     pub site: Span,
 }
 
+/// The threads that must execute a collective together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// Aligned runs of `n` lanes of a warp (`n` = the warp size, or a
+    /// cooperative-groups tile's size).
+    Lanes(u32),
+    /// Every thread of the block (block barriers, CUB block collectives).
+    Block,
+    /// Every thread of the grid (`this_grid().sync()`).
+    Grid,
+}
+
+/// One collective the generic thread executes: a warp primitive, a block
+/// barrier, a library collective. The participation condition asks that the
+/// whole group executes it together, with the full mask.
+#[derive(Clone, Debug)]
+pub struct SyncRecord {
+    /// What the source called (`__shfl_xor_sync`, `__syncthreads`…).
+    pub name: String,
+    pub group: Group,
+    /// When the thread executes it, given that it is in the iterations
+    /// `loops` (without facts of earlier loops' exits: see `passes::accesses`).
+    pub reach: Term,
+    /// The member mask; `None` when the primitive names no mask (it implies
+    /// the whole group).
+    pub mask: Option<Term>,
+    /// The loop counters around it, outermost first.
+    pub loops: Vec<SymbolId>,
+    pub span: Span,
+    pub site: Span,
+}
+
+/// One loop, as the participation condition sees it: how a thread leaves an
+/// iteration. Conditions are relative to the iteration (the thread is in
+/// iteration `counter` of this loop and of the loops in `loops`).
+#[derive(Clone, Debug)]
+pub struct LoopRecord {
+    pub counter: SymbolId,
+    /// Counters of the enclosing loops, outermost first, then `counter`.
+    pub loops: Vec<SymbolId>,
+    /// The path condition under which the loop is entered.
+    pub entry: Term,
+    /// The thread leaves the loop in this iteration (its test fails, a
+    /// `break`, or an exit past the loop).
+    pub leave: Term,
+    /// The thread leaves past the loop (`return`, an exit to an outer label):
+    /// it skips the code after the loop, too.
+    pub escape: Term,
+    /// Indices of the sync records created inside the loop: `[from, to)`.
+    pub syncs: (usize, usize),
+    pub span: Span,
+}
+
 /// A kernel instantiation's memory behaviour, per generic thread.
 pub struct AccessModel {
     pub terms: Terms,
     pub symbols: Vec<Symbol>,
     pub records: Vec<AccessRecord>,
+    /// The collectives, in program order.
+    pub syncs: Vec<SyncRecord>,
+    pub loops: Vec<LoopRecord>,
     /// Facts every thread's execution satisfies (`assume`, kernel-level asserts).
     pub assumptions: Vec<Term>,
     pub warp_size: u32,
@@ -121,6 +222,53 @@ pub struct AccessModel {
 impl AccessModel {
     pub fn symbol(&self, id: SymbolId) -> &Symbol {
         &self.symbols[id.index()]
+    }
+
+    /// The uniformity lattice: the widest scope whose threads surely compute
+    /// the same value of `t` — the finest scope among its leaves.
+    /// `assumed` gives scopes of symbols still being decided (loop
+    /// placeholders); counters in `deps` are shared by the threads compared;
+    /// a symbol that depends on other counters is per thread.
+    pub fn scope_of(&self, t: &Term, assumed: &std::collections::HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
+        fn go(
+            model: &AccessModel,
+            t: &Term,
+            assumed: &std::collections::HashMap<SymbolId, Scope>,
+            deps: &[SymbolId],
+            seen: &mut std::collections::HashSet<u32>,
+            acc: &mut Scope,
+        ) {
+            if *acc == Scope::Thread || !seen.insert(t.id) {
+                return;
+            }
+            let leaf = match &t.kind {
+                TermKind::Builtin(Builtin::ThreadIdx(_)) => Some(Scope::Thread),
+                TermKind::Builtin(Builtin::BlockIdx(_)) => Some(Scope::Block),
+                TermKind::Symbol(s) => Some(if let Some(sc) = assumed.get(s) {
+                    *sc
+                } else if deps.contains(s) {
+                    Scope::Grid
+                } else {
+                    let info = model.symbol(*s);
+                    if info.deps.iter().all(|d| deps.contains(d)) {
+                        info.scope
+                    } else {
+                        Scope::Thread
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(sc) = leaf {
+                *acc = acc.finest(sc);
+                return;
+            }
+            for c in t.children() {
+                go(model, c, assumed, deps, seen, acc);
+            }
+        }
+        let mut acc = Scope::Grid;
+        go(self, t, assumed, deps, &mut Default::default(), &mut acc);
+        acc
     }
 
     pub fn show<'a>(&'a self, t: &'a Term) -> impl fmt::Display + 'a {

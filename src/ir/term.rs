@@ -289,6 +289,14 @@ impl Terms {
         acc
     }
 
+    pub fn or_all(&mut self, terms: impl IntoIterator<Item = Term>) -> Term {
+        let mut acc = self.bool(false);
+        for t in terms {
+            acc = self.or(acc, t);
+        }
+        acc
+    }
+
     pub fn select(&mut self, c: Term, a: Term, b: Term) -> Term {
         let c = self.cast(ScalarTy::Bool, c);
         if let Some(v) = c.as_bool() {

@@ -290,7 +290,9 @@ impl<'u> Lowerer<'u> {
             ops.iter().cloned().map(|o| self.operand_value(o, node)).collect()
         };
         let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
-        let full_mask = Expr::int(0xffff_ffff, U32);
+        // Masks have a bit per lane: 64-bit for 64-lane warps (HIP).
+        let mask_ty = if self.config.warp_size > 32 { ScalarTy::U64 } else { U32 };
+        let full_mask = Expr::int((1i128 << self.config.warp_size.min(64)) - 1, mask_ty);
         let value = match last {
             // ----- barriers
             "__syncthreads" | "__barrier_sync" | "__syncthreads_fence" => {
@@ -334,7 +336,7 @@ impl<'u> Lowerer<'u> {
                     "__shfl_down_sync" => ShuffleKind::Down,
                     _ => ShuffleKind::Xor,
                 };
-                let mask = self.scalar_arg(&v(0), U32);
+                let mask = self.scalar_arg(&v(0), mask_ty);
                 let value = v(1);
                 let lane = self.scalar_arg(&v(2), ScalarTy::I32);
                 let width = vals.get(3).map(|w| self.scalar_arg(w, ScalarTy::I32));
@@ -378,7 +380,7 @@ impl<'u> Lowerer<'u> {
                     "__all_sync" => PrimKind::All,
                     _ => PrimKind::Uni,
                 };
-                let mask = self.scalar_arg(&v(0), U32);
+                let mask = self.scalar_arg(&v(0), mask_ty);
                 let pred = self.truth(v(1), node);
                 let rt = if last == "__ballot_sync" {
                     Type::int(32, false)
@@ -436,13 +438,13 @@ impl<'u> Lowerer<'u> {
                     "__reduce_or_sync" => ReduceOp::Or,
                     _ => ReduceOp::Xor,
                 };
-                let mask = self.scalar_arg(&v(0), U32);
+                let mask = self.scalar_arg(&v(0), mask_ty);
                 let value = v(1);
                 let ty = value.ty().strip_ref().clone();
                 self.primitive(PrimKind::Reduce(op), Some(mask), &[value], None, Some(ty), false, node)
             }
             "__match_any_sync" | "__match_all_sync" => {
-                let mask = self.scalar_arg(&v(0), U32);
+                let mask = self.scalar_arg(&v(0), mask_ty);
                 let kind = if last == "__match_any_sync" {
                     PrimKind::MatchAny
                 } else {

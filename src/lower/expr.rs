@@ -65,6 +65,20 @@ impl<'u> Lowerer<'u> {
                 Some(inner) => self.expr(inner),
                 None => Value::Void,
             },
+            // On the host (launch shapes), the device's warp size as a
+            // program reads it (`cudaDeviceProp::warpSize`, a copy of it in
+            // a field `warp_size`) is the warp size of the run.
+            "field_expression"
+                if self.host_mode
+                    && node
+                        .field("field")
+                        .is_some_and(|f| matches!(self.text(f), "warpSize" | "warp_size")) =>
+            {
+                Value::Scalar(
+                    Expr::Int(self.config.warp_size as i128, ScalarTy::I32),
+                    Type::int(32, true),
+                )
+            }
             "identifier"
             | "qualified_identifier"
             | "field_expression"

@@ -43,8 +43,21 @@ pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, k
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchSite {
     pub tuple: Tuple,
-    pub block: Option<[u32; 3]>,
+    /// The block shapes the site may launch with (several when an extent is
+    /// a choice between constants, `n < 1024 ? 32 : 128`).
+    pub blocks: Vec<LaunchShape>,
 }
+
+/// A launch's block extents per dimension; `None` where the launch site
+/// computes it from runtime values.
+pub type BlockShape = [Option<u32>; 3];
+
+/// A block shape and, per dimension, a number its extent is surely a
+/// multiple of (`(n + 31) / 32 * 32`: 32; 1 when nothing is known).
+pub type LaunchShape = (BlockShape, [u32; 3]);
+
+/// Most shapes one launch site forks into.
+const MAX_SITE_SHAPES: usize = 8;
 
 /// The launches of a kernel in this unit (template or not).
 pub fn kernel_launches(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<LaunchSite> {
@@ -78,7 +91,10 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     let mut launches: Vec<LaunchSite> = Vec::new();
     for (t, block) in finder.launches {
         let tuple: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
-        let site = LaunchSite { tuple, block };
+        let site = LaunchSite {
+            tuple,
+            blocks: block.unwrap_or_else(|| vec![([None; 3], [1; 3])]),
+        };
         if !launches.contains(&site) {
             launches.push(site);
         }
@@ -86,18 +102,196 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     (tuples, launches)
 }
 
-/// A block shape from a launch's block operand: an integer or a `dim3`.
-fn block_shape(v: &super::Value) -> Option<[u32; 3]> {
-    use super::{Expr, Value};
-    let dim = |v: &Value| match v {
-        Value::Scalar(Expr::Int(i, _), _) => u32::try_from(*i).ok().filter(|d| (1..=1024).contains(d)),
-        _ => None,
+/// The block shapes of a launch's block operand: an integer or a `dim3`,
+/// each extent a constant, a choice between constants, or a runtime value
+/// (of a known divisor, maybe).
+fn block_shape(v: &super::Value) -> Option<Vec<LaunchShape>> {
+    use super::Value;
+    let parts: Vec<&super::Expr> = match v {
+        Value::Agg(_, parts) if parts.len() == 3 => parts
+            .iter()
+            .map(|p| match p {
+                Value::Scalar(e, _) => Some(e),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?,
+        Value::Scalar(e, _) => vec![e, &ONE, &ONE],
+        _ => return None,
     };
+    let mut shapes: Vec<LaunchShape> = vec![([None; 3], [1; 3])];
+    for (d, e) in parts.iter().enumerate() {
+        let choices = constants(e).filter(|c| c.len() <= MAX_SITE_SHAPES);
+        let multiple = divisor(e).clamp(1, 1024) as u32;
+        let mut next = Vec::new();
+        for (exact, mult) in &shapes {
+            match &choices {
+                Some(values) => {
+                    for &v in values {
+                        let (mut x, mut m) = (*exact, *mult);
+                        x[d] = u32::try_from(v).ok().filter(|v| (1..=1024).contains(v));
+                        m[d] = x[d].unwrap_or(multiple);
+                        next.push((x, m));
+                    }
+                }
+                None => {
+                    let (x, mut m) = (*exact, *mult);
+                    m[d] = multiple;
+                    next.push((x, m));
+                }
+            }
+        }
+        next.dedup();
+        next.truncate(MAX_SITE_SHAPES);
+        shapes = next;
+    }
+    Some(shapes)
+}
+
+/// `v` with the host variables it reads replaced by the values the
+/// statements before assigned them (a `const` computed from runtime values).
+fn resolve_value(v: &super::Value, stmts: &[crate::ir::Stmt]) -> super::Value {
+    use super::Value;
     match v {
-        Value::Agg(_, parts) if parts.len() == 3 => Some([dim(&parts[0])?, dim(&parts[1])?, dim(&parts[2])?]),
-        Value::Scalar(..) => Some([dim(v)?, 1, 1]),
+        Value::Scalar(e, t) => Value::Scalar(resolve_expr(e, stmts, 8), t.clone()),
+        Value::Agg(t, parts) => Value::Agg(t.clone(), parts.iter().map(|p| resolve_value(p, stmts)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn resolve_expr(e: &super::Expr, stmts: &[crate::ir::Stmt], depth: u32) -> super::Expr {
+    use super::Expr;
+    if depth == 0 {
+        return e.clone();
+    }
+    let go = |x: &Expr| Box::new(resolve_expr(x, stmts, depth - 1));
+    match e {
+        Expr::Var(v) => {
+            let assigned = stmts.iter().rev().find_map(|s| match &s.kind {
+                crate::ir::StmtKind::Assign { var, value } if var == v => Some(value),
+                _ => None,
+            });
+            match assigned {
+                Some(value) => resolve_expr(value, stmts, depth - 1),
+                None => e.clone(),
+            }
+        }
+        Expr::Unary(op, ty, a) => Expr::Unary(*op, *ty, go(a)),
+        Expr::Binary(op, ty, a, b) => Expr::Binary(*op, *ty, go(a), go(b)),
+        Expr::Select(c, a, b) => Expr::Select(go(c), go(a), go(b)),
+        Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)),
+        other => other.clone(),
+    }
+}
+
+const ONE: super::Expr = super::Expr::Int(1, crate::ir::ScalarTy::U32);
+
+/// The constants an extent may be: every leaf of its choices (`c ? 32 : 128`).
+fn constants(e: &super::Expr) -> Option<Vec<i128>> {
+    use super::Expr;
+    match e {
+        Expr::Int(v, _) => Some(vec![*v]),
+        Expr::Cast(_, a) => constants(a),
+        Expr::Select(_, a, b) => {
+            let mut out = constants(a)?;
+            out.extend(constants(b)?);
+            out.sort_unstable();
+            out.dedup();
+            Some(out)
+        }
         _ => None,
     }
+}
+
+/// A number every value of `e` is a multiple of (0 for the constant 0).
+fn divisor(e: &super::Expr) -> i128 {
+    use super::Expr;
+    use crate::ir::BinOp;
+    fn gcd(a: i128, b: i128) -> i128 {
+        if b == 0 {
+            a.abs()
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    match e {
+        Expr::Int(v, _) => v.abs(),
+        Expr::Cast(_, a) => divisor(a),
+        Expr::Select(_, a, b) => gcd(divisor(a), divisor(b)),
+        Expr::Binary(op, _, a, b) => match op {
+            BinOp::Mul => divisor(a).saturating_mul(divisor(b)),
+            BinOp::Add | BinOp::Sub | BinOp::Min | BinOp::Max => gcd(divisor(a), divisor(b)),
+            BinOp::Shl => match b.as_int() {
+                Some(k) if (0..16).contains(&k) => divisor(a).saturating_mul(1 << k),
+                _ => 1,
+            },
+            _ => 1,
+        },
+        _ => 1,
+    }
+}
+
+/// The block shape a launch wrapper is given after the kernel: a launch
+/// configuration aggregate holding the grid and block `dim3`s (in that
+/// order, as in `<<<grid, block>>>`), or the grid and block as the next two
+/// operands (`cudaLaunchKernel(k, grid, block, …)`).
+fn wrapper_block(operands: &[super::Value]) -> Option<Vec<LaunchShape>> {
+    use super::Value;
+    let dims =
+        |v: &Value| matches!(v, Value::Agg(_, p) if p.len() == 3 && p.iter().all(|x| matches!(x, Value::Scalar(..))));
+    match operands {
+        // `{grid, block, smem, stream}`, in the order of `<<<…>>>`.
+        [Value::Agg(_, parts), ..] if !dims(&operands[0]) => block_shape(parts.get(1)?),
+        [grid, block, ..] if dims(grid) && dims(block) => block_shape(block),
+        _ => None,
+    }
+}
+
+/// The operands of the initializer of the variable `name` names, declared in
+/// a block around `name` before it: `T v = {a, b}`, `T v{a, b}`, `T v(a, b)`.
+fn initializer_operands<'t>(frag: &Fragment, name: Node<'t>) -> Option<Vec<Node<'t>>> {
+    if name.kind() != "identifier" {
+        return None;
+    }
+    let wanted = syntax::text(frag, name);
+    let mut n = name;
+    while let Some(p) = n.parent() {
+        if p.kind() == "compound_statement" {
+            for stmt in named_children(p).into_iter().rev() {
+                if stmt.start_byte() >= n.start_byte() || stmt.kind() != "declaration" {
+                    continue;
+                }
+                let mut cursor = stmt.walk();
+                for d in stmt.children_by_field_name("declarator", &mut cursor) {
+                    if declarator_name(frag, d).is_none_or(|(n, _)| n != wanted) {
+                        continue;
+                    }
+                    let init = match d.kind() {
+                        "init_declarator" => d.field("value"),
+                        _ => None,
+                    }?;
+                    let list = match init.kind() {
+                        "initializer_list" | "argument_list" => init,
+                        "compound_literal_expression" => init.field("value")?,
+                        "call_expression" => init.field("arguments")?,
+                        _ => return None,
+                    };
+                    return Some(named_children(list));
+                }
+            }
+        }
+        if p.kind() == "function_definition" {
+            return None;
+        }
+        n = p;
+    }
+    None
+}
+
+/// A call whose name says it launches (`…launch…`): it is a launch even
+/// when its shape operands are not understood.
+fn is_launcher(frag: &Fragment, call: Node) -> bool {
+    call.field("function")
+        .is_some_and(|f| syntax::text(frag, f).to_ascii_lowercase().contains("launch"))
 }
 
 /// A template argument with no symbol or unresolved type in it.
@@ -117,7 +311,9 @@ struct Finder {
     function_nodes: HashMap<usize, DeclId>,
     /// The kernel whose launches are collected, and what they were.
     kernel: DeclId,
-    launches: Vec<(Vec<TArg>, Option<[u32; 3]>)>,
+    /// Launches by `<<<…>>>` or through a wrapper that takes the kernel:
+    /// the arguments and the block shape (`None`: not determined at all).
+    launches: Vec<(Vec<TArg>, Option<Vec<LaunchShape>>)>,
 }
 
 impl Finder {
@@ -156,6 +352,8 @@ impl Finder {
                     .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
                     .and_then(|cfg| named_children(cfg).get(1).copied())
                     .filter(|_| target == self.kernel);
+                // `launch(k<…>, config, …)`: the operands after the kernel.
+                let wrapper = site.wrapper.filter(|_| target == self.kernel);
                 for env in envs {
                     let ctx = Ctx {
                         frag,
@@ -164,12 +362,13 @@ impl Finder {
                         class: None,
                     };
                     let mut block = None;
+                    let mut launched = block_operand.is_some();
                     let tuple = l.in_ctx(ctx, |l2| {
                         l2.blocks.push(Vec::new());
                         if let Some(f) = enclosing {
                             l2.bind_host_params(f);
                         }
-                        l2.bind_preceding_constants(site.call.unwrap_or(site.node));
+                        l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
                         let explicit = match site.args {
                             Some(a) => l2.template_args(a),
                             None => Vec::new(),
@@ -182,13 +381,42 @@ impl Finder {
                             None => explicit,
                         };
                         if let Some(b) = block_operand {
-                            block = block_shape(&l2.scratch_expr(b));
+                            let v = l2.scratch_expr(b);
+                            block = block_shape(&resolve_value(&v, l2.blocks.last().map_or(&[][..], |b| &b[..])));
+                        }
+                        if let Some((call, at)) = wrapper {
+                            let args: Vec<Node> = call
+                                .field("arguments")
+                                .map(named_children)
+                                .unwrap_or_default()
+                                .into_iter()
+                                .skip(at + 1)
+                                .take(2)
+                                .collect();
+                            let mut values: Vec<super::Value> = args.iter().map(|a| l2.scratch_expr(*a)).collect();
+                            // A configuration object built in memory (a class
+                            // with a constructor): its initializer's operands.
+                            if let Some(parts) = args.first().and_then(|a| initializer_operands(frag, *a)) {
+                                let parts: Vec<super::Value> = parts.iter().map(|p| l2.scratch_expr(*p)).collect();
+                                values = vec![super::Value::Agg(super::Type::Void, parts)];
+                            }
+                            let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                            let values: Vec<super::Value> = values.iter().map(|v| resolve_value(v, stmts)).collect();
+                            block = wrapper_block(&values);
+                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                                eprintln!("wrapper operands: {values:?} -> {block:?}");
+                            }
+                            launched = block.is_some() || is_launcher(frag, call);
                         }
                         l2.blocks.pop();
                         tuple
                     });
-                    if block_operand.is_some() {
+                    if launched {
                         self.launches.push((tuple.clone(), block));
+                    }
+                    // A bare name passed to a wrapper names no arguments.
+                    if site.args.is_none() && site.call.is_none() {
+                        continue;
                     }
                     if !out.contains(&tuple) {
                         out.push(tuple);
@@ -278,6 +506,17 @@ struct Use<'t> {
     args: Option<Node<'t>>,
     /// The call (or launch) whose operands can deduce the other arguments.
     call: Option<Node<'t>>,
+    /// The call that takes the kernel as its operand at this index (a
+    /// launch wrapper, when the operands after it hold a launch shape).
+    wrapper: Option<(Node<'t>, usize)>,
+}
+
+/// The call a node is an operand of, and at which index.
+fn operand_of<'t>(n: Node<'t>) -> Option<(Node<'t>, usize)> {
+    let list = n.parent().filter(|p| p.kind() == "argument_list")?;
+    let call = list.parent().filter(|p| p.kind() == "call_expression")?;
+    let at = named_children(list).iter().position(|c| c.id() == n.id())?;
+    Some((call, at))
 }
 
 /// Uses of `name` under `root`: template-ids `name<…>` and plain calls `name(…)`.
@@ -300,7 +539,18 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
                     node: n,
                     args: n.field("arguments"),
                     call,
+                    wrapper: operand_of(n),
                 });
+            }
+            "identifier" if names_it(n) => {
+                if let Some(wrapper) = operand_of(n) {
+                    out.push(Use {
+                        node: n,
+                        args: None,
+                        call: None,
+                        wrapper: Some(wrapper),
+                    });
+                }
             }
             "call_expression" => {
                 let callee = n.field("function");
@@ -314,6 +564,7 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
                         node: n,
                         args: None,
                         call: Some(n),
+                        wrapper: None,
                     });
                 }
             }
@@ -385,49 +636,144 @@ impl<'u> Lowerer<'u> {
     /// that enclose it and that `node` needs (host code choosing template
     /// arguments): only declarations of names the arguments mention, and of
     /// names their initializers mention, are evaluated.
+    /// Binds the host variables a launch reads to the values the statements
+    /// before it give them: declarations (`const` or not) and plain
+    /// assignments in the blocks around the use, in order. A variable that
+    /// some other statement in between may write (inside an `if`, a loop,
+    /// through `&v`) stays unknown. Host calls are assumed not to write their
+    /// by-reference arguments.
     fn bind_preceding_constants(&mut self, node: Node<'u>) {
-        let mut decls: Vec<(Node<'u>, Vec<String>)> = Vec::new();
+        let frag = self.frag();
+        // Statements before the use, in program order (outer blocks first).
+        let mut levels: Vec<Vec<Node<'u>>> = Vec::new();
         let mut n = node;
         while let Some(p) = n.parent() {
             if p.kind() == "compound_statement" {
-                for stmt in named_children(p) {
-                    if stmt.start_byte() >= n.start_byte() {
-                        break;
-                    }
-                    if stmt.kind() == "declaration" {
-                        let text = syntax::text(self.frag(), stmt);
-                        if text.contains("constexpr") || text.split_whitespace().any(|w| w == "const") {
-                            let mut cursor = stmt.walk();
-                            let names: Vec<String> = stmt
-                                .children_by_field_name("declarator", &mut cursor)
-                                .filter_map(|d| declarator_name(self.frag(), d).map(|(n, _)| n))
-                                .collect();
-                            decls.push((stmt, names));
-                        }
-                    }
-                }
+                levels.push(
+                    named_children(p)
+                        .into_iter()
+                        .filter(|s| s.start_byte() < n.start_byte())
+                        .collect(),
+                );
             }
             if p.kind() == "function_definition" {
                 break;
             }
             n = p;
         }
-        // Walk back from the use: keep declarations whose names are needed.
-        let mut needed = identifiers(self.frag(), node);
+        let before: Vec<Node<'u>> = levels.into_iter().rev().flatten().collect();
+        let mut needed = identifiers(frag, node);
         let mut chosen = Vec::new();
-        for (stmt, names) in decls.iter().rev() {
-            if names.iter().any(|n| needed.contains(n)) {
-                needed.extend(identifiers(self.frag(), *stmt));
-                chosen.push(*stmt);
+        for &stmt in before.iter().rev() {
+            match host_statement(frag, stmt) {
+                HostStmt::Declares(names) => {
+                    if names.iter().any(|n| needed.contains(n)) {
+                        for n in &names {
+                            needed.remove(n);
+                        }
+                        needed.extend(identifiers(frag, stmt).into_iter().filter(|i| !names.contains(i)));
+                        chosen.push(stmt);
+                    }
+                }
+                HostStmt::Assigns(name, value) => {
+                    if needed.contains(&name) {
+                        needed.remove(&name);
+                        needed.extend(identifiers(frag, value));
+                        chosen.push(stmt);
+                    }
+                }
+                HostStmt::Other => {
+                    // A variable written here is not known from before.
+                    for w in written(frag, stmt) {
+                        needed.remove(&w);
+                    }
+                }
             }
         }
         for stmt in chosen.into_iter().rev() {
-            self.local_declaration(stmt);
+            if stmt.kind() == "declaration" {
+                self.local_declaration(stmt);
+            } else if let Some(e) = named_children(stmt).into_iter().next() {
+                self.expr(e);
+            }
         }
     }
 }
 
 /// The identifiers under a node.
+/// What a host statement before a launch does to the variables it reads.
+enum HostStmt<'t> {
+    /// Declares these names.
+    Declares(Vec<String>),
+    /// `name = value;` (or a compound assignment): a plain update.
+    Assigns(String, Node<'t>),
+    Other,
+}
+
+fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
+    match stmt.kind() {
+        "declaration" => {
+            let mut cursor = stmt.walk();
+            let names: Vec<String> = stmt
+                .children_by_field_name("declarator", &mut cursor)
+                .filter_map(|d| declarator_name(frag, d).map(|(n, _)| n))
+                .collect();
+            HostStmt::Declares(names)
+        }
+        "expression_statement" => {
+            let Some(e) = named_children(stmt).into_iter().next() else {
+                return HostStmt::Other;
+            };
+            match (e.kind(), e.field("left"), e.field("right")) {
+                ("assignment_expression", Some(l), Some(_)) if l.kind() == "identifier" => {
+                    HostStmt::Assigns(syntax::text(frag, l).to_string(), e)
+                }
+                _ => HostStmt::Other,
+            }
+        }
+        _ => HostStmt::Other,
+    }
+}
+
+/// Variables a statement may write: assignment and update targets (their
+/// base variable) and variables whose address is taken.
+fn written(frag: &Fragment, node: Node) -> Vec<String> {
+    fn base<'t>(mut n: Node<'t>) -> Node<'t> {
+        loop {
+            match n.kind() {
+                "field_expression" | "subscript_expression" => match n.field("argument") {
+                    Some(a) => n = a,
+                    None => return n,
+                },
+                "parenthesized_expression" => match named_children(n).into_iter().next() {
+                    Some(a) => n = a,
+                    None => return n,
+                },
+                _ => return n,
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        let target = match n.kind() {
+            "assignment_expression" => n.field("left"),
+            "update_expression" => n.field("argument"),
+            "pointer_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == "&") => {
+                n.field("argument")
+            }
+            _ => None,
+        };
+        if let Some(t) = target.map(base) {
+            if t.kind() == "identifier" {
+                out.push(syntax::text(frag, t).to_string());
+            }
+        }
+        stack.extend(named_children(n));
+    }
+    out
+}
+
 fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     let mut stack = vec![node];

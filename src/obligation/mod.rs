@@ -8,6 +8,7 @@
 //! block (same block phase, and same warp phase when in one warp) and, for
 //! global memory, for two threads of different blocks (same grid phase).
 
+pub mod participation;
 pub mod smt;
 
 use std::collections::{HashMap, HashSet};

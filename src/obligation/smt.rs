@@ -35,6 +35,9 @@ use crate::ir::term::{symbols_of, SymbolId, Term, TermKind};
 use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, UnOp};
 use crate::verdict::{ThreadWitness, Witness};
 
+mod participation;
+pub use participation::Goal;
+
 /// What one solver call concluded.
 pub enum Outcome {
     /// No two threads conflict.
@@ -60,6 +63,10 @@ pub struct Found {
 #[derive(Clone, Debug, Default)]
 pub struct Shape {
     pub block_dim: Option<[u32; 3]>,
+    /// Extents known where the whole shape is not (from a launch site).
+    pub block_known: [Option<u32>; 3],
+    /// A number each extent is a multiple of (1: nothing known).
+    pub block_multiple: [u32; 3],
     pub grid_dim: Option<[u32; 3]>,
     /// `__launch_bounds__` maximum threads per block, when constant.
     pub max_threads: Option<u64>,
@@ -269,6 +276,7 @@ impl<'a> Encoder<'a> {
     fn block_max(&self, i: usize) -> i128 {
         match self.shape.block_dim {
             Some(b) => b[i].max(1) as i128,
+            None if self.shape.block_known[i].is_some() => self.shape.block_known[i].unwrap_or(1).max(1) as i128,
             None if self.shape.unit_block[i] => 1,
             None => BLOCK_LIMIT[i].min(self.shape.max_threads.unwrap_or(1024) as i128),
         }
@@ -295,7 +303,7 @@ impl<'a> Encoder<'a> {
         Some(match b {
             Builtin::ThreadIdx(d) => (0, self.block_max(d as usize) - 1),
             // A given shape is exact, not a bound.
-            Builtin::BlockDim(d) if self.shape.block_dim.is_some() => {
+            Builtin::BlockDim(d) if self.shape.block_dim.is_some() || self.shape.block_known[d as usize].is_some() => {
                 let b = self.block_max(d as usize);
                 (b, b)
             }
@@ -720,6 +728,28 @@ impl<'a> Encoder<'a> {
                             d(self.division(x, pow).0)
                         }
                     }
+                    // A bit test (`v & (1u << lane)`, `v & 8`) of a
+                    // non-negative value: one bit by division, the shift as
+                    // a case split (bit-vectors are far slower here).
+                    BinOp::BitAnd if self.bit_test(a, b, bits).is_some() => {
+                        let (v, bit) = self.bit_test(a, b, bits).expect("checked");
+                        let x = if v == 0 { x } else { y };
+                        let pick = |j: i128| {
+                            let p = int(1i128 << j);
+                            Int::mul(&[x.div(&p).modulo(int(2)), p])
+                        };
+                        match bit {
+                            Ok(j) => d(pick(j)),
+                            Err((s, lo, hi)) => {
+                                let s = self.enc_int(&s, inst);
+                                let mut acc = int(0);
+                                for j in lo..=hi {
+                                    acc = s.eq(int(j)).ite(&pick(j), &acc);
+                                }
+                                d(acc)
+                            }
+                        }
+                    }
                     BinOp::Shl | BinOp::Shr | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
                         d(self.via_bits(op, x, y, bits as u32, signed))
                     }
@@ -756,6 +786,38 @@ impl<'a> Encoder<'a> {
                 self.uf(&name, &[x, y], ty)
             }
         }
+    }
+
+    /// `a & b` as a test of one bit of a non-negative value: which operand
+    /// is the value (0 or 1), and the bit — a constant position, or a shift
+    /// amount with its range within the width.
+    #[allow(clippy::type_complexity)]
+    fn bit_test(&mut self, a: &Term, b: &Term, bits: u8) -> Option<(usize, Result<i128, (Term, i128, i128)>)> {
+        let strip = |t: &Term| match &t.kind {
+            TermKind::Cast(inner) if inner.ty.is_int() => inner.clone(),
+            _ => t.clone(),
+        };
+        for (v, (value, mask)) in [(a, b), (b, a)].into_iter().enumerate() {
+            if self.interval(value).is_none_or(|(lo, _)| lo < 0) {
+                continue;
+            }
+            if let Some(c) = mask.as_int() {
+                if c > 0 && c & (c - 1) == 0 {
+                    return Some((v, Ok(c.trailing_zeros() as i128)));
+                }
+                continue;
+            }
+            let m = strip(mask);
+            if let TermKind::Binary(BinOp::Shl, _, one, shift) = &m.kind {
+                if one.as_int() == Some(1) {
+                    let (lo, hi) = self.interval(shift)?;
+                    if lo >= 0 && hi < bits as i128 && hi < 64 {
+                        return Some((v, Err((shift.clone(), lo, hi))));
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Operations outside linear arithmetic: products of two variables,
@@ -1267,12 +1329,23 @@ impl<'a> Encoder<'a> {
             return s.clone();
         }
         let r = &self.model.records[index];
+        let out = self.symbols_closure(
+            &[&r.offset, &r.width, &r.pc, &r.phase.block, &r.phase.warp, &r.phase.grid],
+            &r.loops,
+        );
+        self.record_symbols.insert(index, out.clone());
+        out
+    }
+
+    /// The symbols `terms` mention and the counters `loops`, closed under the
+    /// terms their facts use (load addresses, the counters they depend on).
+    fn symbols_closure(&self, terms: &[&Term], loops: &[SymbolId]) -> Vec<SymbolId> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
-        for t in [&r.offset, &r.width, &r.pc, &r.phase.block, &r.phase.warp, &r.phase.grid] {
+        for t in terms {
             symbols_of(t, &mut out, &mut seen);
         }
-        out.extend(r.loops.iter().copied());
+        out.extend(loops.iter().copied());
         let mut i = 0;
         while i < out.len() {
             let s = self.model.symbol(out[i]);
@@ -1289,7 +1362,6 @@ impl<'a> Encoder<'a> {
         }
         out.sort();
         out.dedup();
-        self.record_symbols.insert(index, out.clone());
         out
     }
 
@@ -1365,6 +1437,13 @@ impl<'a> Encoder<'a> {
         let plane = self.product(bx, by, iv[0], iv[1]);
         let threads = self.product(plane, bz, plane_iv, iv[2]);
         out.push(threads.le(int(max)));
+        for d in Dim::ALL {
+            let m = self.shape.block_multiple[d as usize];
+            if m > 1 {
+                let b = self.builtin(Builtin::BlockDim(d), 0);
+                out.push(b.modulo(int(m as i128)).eq(int(0)));
+            }
+        }
         out
     }
 
@@ -1649,6 +1728,7 @@ impl<'a> Encoder<'a> {
                 iterations,
                 offset: self.value(m, &off) as i64,
                 width: self.value(m, &wid) as i64,
+                exists: true,
             });
         }
         let mut params = Vec::new();
@@ -1684,6 +1764,7 @@ impl<'a> Encoder<'a> {
             grid_dim,
             params: param_values,
             inputs,
+            notes: Vec::new(),
         }
     }
 

@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ir::access::{AccessModel, AccessRecord, Origin, Phase, Scope, Symbol};
+use crate::ir::access::{AccessModel, AccessRecord, Group, LoopRecord, Origin, Phase, Scope, Symbol, SyncRecord};
 use crate::ir::term::{SymbolId, Term, TermKind, Terms};
 use crate::ir::{
     Access, BarrierScope, BinOp, Block, Builtin, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive, ScalarTy,
@@ -42,33 +42,23 @@ const PHASE_TY: ScalarTy = ScalarTy::I64;
 /// Loop counters: `0 ≤ k < 2^31` (an assumption shown in `grammar/SUBSET.md`).
 pub const COUNTER_TY: ScalarTy = ScalarTy::I64;
 
-/// The finer of two scopes (the one fewer threads share).
-fn finest(a: Scope, b: Scope) -> Scope {
-    let rank = |s: Scope| match s {
-        Scope::Grid => 0,
-        Scope::Block => 1,
-        Scope::Warp => 2,
-        Scope::Thread => 3,
-    };
-    if rank(a) >= rank(b) {
-        a
-    } else {
-        b
-    }
-}
-
-/// The coarser of two scopes (the one more threads share).
-fn coarsest(a: Scope, b: Scope) -> Scope {
-    if finest(a, b) == a {
-        b
-    } else {
-        a
-    }
+/// How much of the model existed when a loop started: what its closing rewrites.
+struct Marks {
+    records: usize,
+    symbols: usize,
+    syncs: usize,
+    loops: usize,
 }
 
 #[derive(Clone)]
 struct State {
     pc: Term,
+    /// When the thread is here, for the participation condition: the path
+    /// condition without the exit facts of the loops before (`cond(N)` is
+    /// false at a thread's own exit count `N`, a fact that cannot be negated
+    /// for another thread). After a loop it is the loop's entry condition:
+    /// threads that leave past the loop are the loop record's obligation.
+    reach: Term,
     /// One slot per kernel variable, then the phases.
     vars: Vec<Option<Term>>,
 }
@@ -81,6 +71,8 @@ pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
             terms: Terms::new(),
             symbols: Vec::new(),
             records: Vec::new(),
+            syncs: Vec::new(),
+            loops: Vec::new(),
             assumptions: Vec::new(),
             warp_size,
             unknowns: Vec::new(),
@@ -97,7 +89,11 @@ pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
     for slot in 0..PHASES {
         vars[kernel.vars.len() + slot] = Some(zero.clone());
     }
-    let mut state = State { pc: t.bool(true), vars };
+    let mut state = State {
+        pc: t.bool(true),
+        reach: t.bool(true),
+        vars,
+    };
     exec.block(&mut state, &kernel.body);
     exec.model
 }
@@ -238,6 +234,11 @@ impl<'k> Exec<'k> {
             }
             StmtKind::Access(a) => self.access(st, a, s),
             StmtKind::Barrier(b) => {
+                let group = match b.scope {
+                    BarrierScope::Block => Group::Block,
+                    BarrierScope::Grid => Group::Grid,
+                };
+                self.sync(st, b.name.clone(), group, None, s);
                 let slots: &[usize] = match b.scope {
                     BarrierScope::Block => &[BLOCK, WARP],
                     BarrierScope::Grid => &[BLOCK, WARP, GRID],
@@ -258,20 +259,26 @@ impl<'k> Exec<'k> {
             } => {
                 let c = self.eval(st, cond);
                 let c = self.terms().cast(ScalarTy::Bool, c);
-                let pc = st.pc.clone();
+                let (pc, reach) = (st.pc.clone(), st.reach.clone());
                 let mut then_st = st.clone();
                 then_st.pc = self.terms().and(pc.clone(), c.clone());
-                let then_pc = then_st.pc.clone();
+                then_st.reach = self.terms().and(reach.clone(), c.clone());
+                let (then_pc, then_reach) = (then_st.pc.clone(), then_st.reach.clone());
                 self.block(&mut then_st, then_block);
                 let nc = self.terms().not(c.clone());
-                st.pc = self.terms().and(pc.clone(), nc);
-                let else_pc = st.pc.clone();
+                st.pc = self.terms().and(pc.clone(), nc.clone());
+                st.reach = self.terms().and(reach.clone(), nc);
+                let (else_pc, else_reach) = (st.pc.clone(), st.reach.clone());
                 self.block(st, else_block);
                 let else_st = std::mem::replace(st, then_st.clone());
                 let whole = then_st.pc.id == then_pc.id && else_st.pc.id == else_pc.id;
+                let whole_reach = then_st.reach.id == then_reach.id && else_st.reach.id == else_reach.id;
                 *st = self.merge_two(c, then_st, else_st);
                 if whole {
                     st.pc = pc;
+                }
+                if whole_reach && !st.pc.is_false() {
+                    st.reach = reach;
                 }
             }
             StmtKind::Loop(l) => self.run_loop(st, l, s),
@@ -287,12 +294,15 @@ impl<'k> Exec<'k> {
                 let key = (*label, *kind == ExitKind::Continue);
                 self.parked.entry(key).or_default().push(st.clone());
                 st.pc = self.terms().bool(false);
+                st.reach = self.terms().bool(false);
             }
             StmtKind::Assume(e) => {
                 let c = self.eval(st, e);
                 let c = self.terms().cast(ScalarTy::Bool, c);
                 let pc = st.pc.clone();
-                st.pc = self.terms().and(pc, c);
+                st.pc = self.terms().and(pc, c.clone());
+                let reach = st.reach.clone();
+                st.reach = self.terms().and(reach, c);
             }
             StmtKind::Unknown { .. } => {}
         }
@@ -301,6 +311,7 @@ impl<'k> Exec<'k> {
     fn dead(&mut self, st: &State) -> State {
         State {
             pc: self.terms().bool(false),
+            reach: self.terms().bool(false),
             vars: st.vars.clone(),
         }
     }
@@ -386,8 +397,40 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Records a collective the thread executes here.
+    fn sync(&mut self, st: &State, name: String, group: Group, mask: Option<Term>, s: &Stmt) {
+        if st.pc.is_false() {
+            return;
+        }
+        self.model.syncs.push(SyncRecord {
+            name,
+            group,
+            reach: st.reach.clone(),
+            mask,
+            loops: self.loops.clone(),
+            span: s.span,
+            site: s.site,
+        });
+    }
+
     fn primitive(&mut self, st: &mut State, p: &Primitive, s: &Stmt) {
         let full = self.full_width(st, &p.width);
+        if p.kind.is_collective() {
+            let w = self.model.warp_size;
+            let mask = p.mask.as_ref().map(|m| self.eval(st, m));
+            // A mask-less collective of a sub-warp width is a tile's: its
+            // lanes are the tile.
+            let width = p.width.as_ref().map(|e| self.eval(st, e)).and_then(|t| t.as_int());
+            let group = if p.block_scope {
+                Group::Block
+            } else {
+                match (mask.is_none(), width) {
+                    (true, Some(n)) if n > 0 && n < w as i128 && (w as i128) % n == 0 => Group::Lanes(n as u32),
+                    _ => Group::Lanes(w),
+                }
+            };
+            self.sync(st, p.kind.name(), group, mask, s);
+        }
         let uniform = match &p.kind {
             PrimKind::Ballot
             | PrimKind::Any
@@ -433,6 +476,7 @@ impl<'k> Exec<'k> {
             return a;
         }
         let pc = self.terms().or(a.pc.clone(), b.pc.clone());
+        let reach = self.terms().or(a.reach.clone(), b.reach.clone());
         let vars = a
             .vars
             .iter()
@@ -445,7 +489,7 @@ impl<'k> Exec<'k> {
                 (None, None) => None,
             })
             .collect();
-        State { pc, vars }
+        State { pc, reach, vars }
     }
 
     /// Joins states whose path conditions exclude each other (the exits to one label).
@@ -454,7 +498,8 @@ impl<'k> Exec<'k> {
         let Some(mut acc) = live.pop() else {
             let pc = self.terms().bool(false);
             return State {
-                pc,
+                pc: pc.clone(),
+                reach: pc,
                 vars: vec![None; self.kernel.vars.len() + PHASES],
             };
         };
@@ -527,8 +572,11 @@ impl<'k> Exec<'k> {
         // exit conditions show whether threads leave in the same iteration.
         let sym_mark = self.model.symbols.len();
         let rec_mark = self.model.records.len();
+        let sync_mark = self.model.syncs.len();
+        let loop_mark = self.model.loops.len();
         let parked_marks: HashMap<(LabelId, bool), usize> = self.parked.iter().map(|(k, v)| (*k, v.len())).collect();
         let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
+        let entry_reach = std::mem::replace(&mut st.reach, self.model.terms.bool(true));
         let k = self.new_symbol(
             format!("k{}", l.label.0),
             COUNTER_TY,
@@ -628,7 +676,7 @@ impl<'k> Exec<'k> {
                     }
                     let ph = placeholders[&slot];
                     let end = st.vars[slot].clone().expect("assigned in the loop");
-                    let now = finest(assumed[&ph], self.scope_of(&end, &assumed, &inner));
+                    let now = assumed[&ph].finest(self.scope_of(&end, &assumed, &inner));
                     if now != assumed[&ph] {
                         assumed.insert(ph, now);
                         changed = true;
@@ -658,20 +706,36 @@ impl<'k> Exec<'k> {
         // block-uniform trip count: the participation condition checks it).
         let mut n_scope = Scope::Grid;
         for ex in &exits {
-            n_scope = finest(n_scope, self.scope_of(&ex.pc, &assumed, &inner));
+            n_scope = n_scope.finest(self.scope_of(&ex.pc, &assumed, &inner));
         }
         if block_barrier {
-            n_scope = coarsest(n_scope, Scope::Block);
+            n_scope = n_scope.coarsest(Scope::Block);
         } else if warp_barrier {
-            n_scope = coarsest(n_scope, Scope::Warp);
+            n_scope = n_scope.coarsest(Scope::Warp);
         }
         // Rewrite everything the iteration produced: closed forms, then the
         // entry condition (and that signed counters fit their type).
         let mut memo = HashMap::new();
-        self.rewrite_since(rec_mark, sym_mark, &parked_marks, &closed, &mut memo);
+        let marks = Marks {
+            records: rec_mark,
+            symbols: sym_mark,
+            syncs: sync_mark,
+            loops: loop_mark,
+        };
+        self.rewrite_since(&marks, &parked_marks, &closed, &mut memo);
         for ex in &mut exits {
             self.rewrite_state(ex, &closed, &mut memo);
         }
+        // How a thread leaves an iteration, for the participation condition.
+        let mut escapes = Vec::new();
+        for (key, states) in &self.parked {
+            let from = parked_marks.get(key).copied().unwrap_or(0);
+            escapes.extend(states.iter().skip(from).map(|p| p.reach.clone()));
+        }
+        let escape = self.model.terms.or_all(escapes);
+        let ends: Vec<Term> = exits.iter().map(|e| e.reach.clone()).collect();
+        let ended = self.model.terms.or_all(ends);
+        let leave = self.model.terms.or(ended, escape.clone());
         let fits = std::mem::take(&mut self.fits);
         let guard = {
             let t = &mut self.model.terms;
@@ -681,12 +745,28 @@ impl<'k> Exec<'k> {
         for r in &mut self.model.records[rec_mark..] {
             r.pc = self.model.terms.and(guard.clone(), r.pc.clone());
         }
+        for r in &mut self.model.syncs[sync_mark..] {
+            r.reach = self.model.terms.and(entry_reach.clone(), r.reach.clone());
+        }
+        for r in &mut self.model.loops[loop_mark..] {
+            r.entry = self.model.terms.and(entry_reach.clone(), r.entry.clone());
+        }
+        self.model.loops.push(LoopRecord {
+            counter: k_id,
+            loops: inner.clone(),
+            entry: entry_reach.clone(),
+            leave,
+            escape,
+            syncs: (sync_mark, self.model.syncs.len()),
+            span: s.span,
+        });
         let keys: Vec<(LabelId, bool)> = self.parked.keys().copied().collect();
         for key in keys {
             let from = parked_marks.get(&key).copied().unwrap_or(0);
             if let Some(states) = self.parked.get_mut(&key) {
                 for p in states.iter_mut().skip(from) {
                     p.pc = self.model.terms.and(guard.clone(), p.pc.clone());
+                    p.reach = self.model.terms.and(entry_reach.clone(), p.reach.clone());
                 }
             }
         }
@@ -705,7 +785,7 @@ impl<'k> Exec<'k> {
             // the value and the exit iteration are.
             for &slot in &fresh_slots {
                 let ph = placeholders[&slot];
-                let sc = finest(assumed[&ph], n_scope);
+                let sc = assumed[&ph].finest(n_scope);
                 if sc == Scope::Thread {
                     continue;
                 }
@@ -730,52 +810,13 @@ impl<'k> Exec<'k> {
             self.rewrite_state(ex, &at_exit, &mut memo);
         }
         *st = self.merge_many(exits);
+        if !st.pc.is_false() {
+            st.reach = entry_reach;
+        }
     }
 
-    /// The finest scope among the leaves of `t`: the threads that surely
-    /// compute the same value of it. `assumed` gives placeholders' scopes;
-    /// counters in `deps` are shared by the threads compared; a symbol that
-    /// depends on other counters is per thread.
     fn scope_of(&self, t: &Term, assumed: &HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
-        fn go(
-            this: &Exec<'_>,
-            t: &Term,
-            assumed: &HashMap<SymbolId, Scope>,
-            deps: &[SymbolId],
-            seen: &mut HashSet<u32>,
-            acc: &mut Scope,
-        ) {
-            if *acc == Scope::Thread || !seen.insert(t.id) {
-                return;
-            }
-            let leaf = match &t.kind {
-                TermKind::Builtin(Builtin::ThreadIdx(_)) => Some(Scope::Thread),
-                TermKind::Builtin(Builtin::BlockIdx(_)) => Some(Scope::Block),
-                TermKind::Symbol(s) => Some(if let Some(sc) = assumed.get(s) {
-                    *sc
-                } else if deps.contains(s) {
-                    Scope::Grid
-                } else {
-                    let info = this.model.symbol(*s);
-                    if info.deps.iter().all(|d| deps.contains(d)) {
-                        info.scope
-                    } else {
-                        Scope::Thread
-                    }
-                }),
-                _ => None,
-            };
-            if let Some(sc) = leaf {
-                *acc = finest(*acc, sc);
-                return;
-            }
-            for c in t.children() {
-                go(this, c, assumed, deps, seen, acc);
-            }
-        }
-        let mut acc = Scope::Grid;
-        go(self, t, assumed, deps, &mut HashSet::new(), &mut acc);
-        acc
+        self.model.scope_of(t, assumed, deps)
     }
 
     /// Runs the loop test; the failing side leaves the loop.
@@ -788,10 +829,13 @@ impl<'k> Exec<'k> {
         let c = self.terms().cast(ScalarTy::Bool, c);
         let mut out = st.clone();
         let nc = self.terms().not(c.clone());
-        out.pc = self.terms().and(st.pc.clone(), nc);
+        out.pc = self.terms().and(st.pc.clone(), nc.clone());
+        out.reach = self.terms().and(st.reach.clone(), nc);
         exits.push(out);
         let pc = st.pc.clone();
-        st.pc = self.terms().and(pc, c);
+        st.pc = self.terms().and(pc, c.clone());
+        let reach = st.reach.clone();
+        st.reach = self.terms().and(reach, c);
     }
 
     /// The value at the top of iteration `k` of a variable whose value at the
@@ -991,6 +1035,7 @@ impl<'k> Exec<'k> {
     fn rewrite_state(&mut self, st: &mut State, map: &HashMap<SymbolId, Term>, memo: &mut HashMap<u32, Term>) {
         let t = &mut self.model.terms;
         st.pc = t.substitute(&st.pc, map, memo);
+        st.reach = t.substitute(&st.reach, map, memo);
         for v in st.vars.iter_mut().flatten() {
             *v = t.substitute(v, map, memo);
         }
@@ -999,14 +1044,22 @@ impl<'k> Exec<'k> {
     /// Applies `map` to the records, symbols and parked states created since the marks.
     fn rewrite_since(
         &mut self,
-        rec_mark: usize,
-        sym_mark: usize,
+        marks: &Marks,
         parked_marks: &HashMap<(LabelId, bool), usize>,
         map: &HashMap<SymbolId, Term>,
         memo: &mut HashMap<u32, Term>,
     ) {
         let t = &mut self.model.terms;
-        for r in &mut self.model.records[rec_mark..] {
+        for r in &mut self.model.syncs[marks.syncs..] {
+            r.reach = t.substitute(&r.reach, map, memo);
+            r.mask = r.mask.as_ref().map(|m| t.substitute(m, map, memo));
+        }
+        for r in &mut self.model.loops[marks.loops..] {
+            r.entry = t.substitute(&r.entry, map, memo);
+            r.leave = t.substitute(&r.leave, map, memo);
+            r.escape = t.substitute(&r.escape, map, memo);
+        }
+        for r in &mut self.model.records[marks.records..] {
             r.offset = t.substitute(&r.offset, map, memo);
             r.width = t.substitute(&r.width, map, memo);
             r.pc = t.substitute(&r.pc, map, memo);
@@ -1014,7 +1067,7 @@ impl<'k> Exec<'k> {
             r.phase.warp = t.substitute(&r.phase.warp, map, memo);
             r.phase.grid = t.substitute(&r.phase.grid, map, memo);
         }
-        for s in &mut self.model.symbols[sym_mark..] {
+        for s in &mut self.model.symbols[marks.symbols..] {
             if let Origin::Load { offset, width, .. } = &mut s.origin {
                 *offset = t.substitute(offset, map, memo);
                 *width = t.substitute(width, map, memo);

@@ -20,12 +20,15 @@ fn thread(db: &SourceDb, t: &ThreadWitness) -> String {
         .iter()
         .map(|(l, k)| format!(", iteration {k} of the loop at line {}", db.line_col(*l).0))
         .collect();
+    let bytes = if t.width > 0 {
+        format!(", bytes [{}, {})", t.offset, t.offset + t.width)
+    } else {
+        String::new()
+    };
+    let exists = if t.exists { "" } else { " (does not exist)" };
     format!(
-        "thread ({x},{y},{z}) of block ({bx},{by},{bz}), warp {} lane {}, bytes [{}, {}){iterations}",
-        t.warp,
-        t.lane,
-        t.offset,
-        t.offset + t.width
+        "thread ({x},{y},{z}) of block ({bx},{by},{bz}), warp {} lane {}{exists}{bytes}{iterations}",
+        t.warp, t.lane
     )
 }
 
@@ -44,11 +47,15 @@ pub fn kernel(db: &SourceDb, r: &KernelResult) -> String {
         let (l, c) = db.line_col(a.span);
         let related: Vec<String> = a.related.iter().map(|s| db.line_col(*s).0.to_string()).collect();
         out.push_str(&format!(
-            "  {}:{l}:{c}: {}: {} (with line {}){}\n",
+            "  {}:{l}:{c}: {}: {}{}{}\n",
             db.name(a.span.file),
             a.kind,
             a.message,
-            related.join(", "),
+            if related.is_empty() {
+                String::new()
+            } else {
+                format!(" (with line {})", related.join(", "))
+            },
             if a.input_dependent { " [input-dependent]" } else { "" }
         ));
         if let Some(w) = &a.witness {
@@ -65,6 +72,9 @@ pub fn kernel(db: &SourceDb, r: &KernelResult) -> String {
             ));
             for (what, value) in &w.inputs {
                 out.push_str(&format!("      input {what} = {value}\n"));
+            }
+            for note in &w.notes {
+                out.push_str(&format!("      {note}\n"));
             }
         }
     }

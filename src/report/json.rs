@@ -90,6 +90,7 @@ fn witness_json(db: &SourceDb, w: &Witness) -> Value {
                 "iterations": t.iterations.iter().map(|(at, k)| json!({"loop": span_json(db, *at), "iteration": k})).collect::<Vec<_>>(),
                 "offset": t.offset,
                 "width": t.width,
+                "exists": t.exists,
             })
         })
         .collect();
@@ -99,6 +100,7 @@ fn witness_json(db: &SourceDb, w: &Witness) -> Value {
         "grid_dim": w.grid_dim,
         "params": w.params.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
         "inputs": w.inputs.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
+        "notes": w.notes,
     })
 }
 

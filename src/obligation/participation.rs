@@ -1,0 +1,267 @@
+//! Access model → participation obligations → the participation verdict
+//! (`design.md`, "Participation", configuration `cuda`).
+//!
+//! Every collective must run with its whole group: a warp primitive with all
+//! lanes of its warp and the full mask, a block barrier with every thread of
+//! the block. Per collective that is four questions, each asked of Z3 only
+//! where the uniformity lattice cannot answer it:
+//! - **divergence**: its path condition differs between two threads of the
+//!   group at the same iteration of every loop around it (this covers
+//!   enclosing branches, `continue`, and returns before it outside loops);
+//! - **mask**: its mask is not the full mask (`__activemask()` is any value);
+//! - **partial warp**: the block ends inside its warp;
+//! - **loops**: the group's threads leave a loop around it in different
+//!   iterations, or leave past a loop (a `return` inside it) before a later
+//!   collective.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use super::smt::{self, Goal, Outcome};
+use super::{MemoryOptions, Stats};
+use crate::ir::access::{AccessModel, Group};
+use crate::ir::Kernel;
+use crate::source::Span;
+use crate::verdict::{Alarm, Condition, UnknownItem, Verdict, Witness};
+
+pub struct ParticipationResult {
+    pub verdict: Verdict,
+    pub alarms: Vec<Alarm>,
+    pub unknowns: Vec<UnknownItem>,
+    pub stats: Stats,
+}
+
+/// The wider of two groups (the one whose threads must agree on more).
+fn widest(a: Group, b: Group) -> Group {
+    let rank = |g: Group| match g {
+        Group::Lanes(n) => n as u64,
+        Group::Block => 1 << 40,
+        Group::Grid => 1 << 41,
+    };
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+fn group_words(g: Group, warp_size: u32) -> String {
+    match g {
+        Group::Lanes(n) if n == warp_size => "warp".into(),
+        Group::Lanes(n) => format!("tile of {n} lanes"),
+        Group::Block => "block".into(),
+        Group::Grid => "grid".into(),
+    }
+}
+
+fn thread_words(t: &crate::verdict::ThreadWitness) -> String {
+    let [x, y, z] = t.thread;
+    format!("lane {} of warp {} (thread ({x},{y},{z}))", t.lane, t.warp)
+}
+
+/// The obligations of one kernel instantiation's collectives.
+pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
+    let mut goals = Vec::new();
+    let no_deps = HashMap::new();
+    let block_threads = options
+        .shape
+        .block_dim
+        .map(|b| b.iter().map(|&d| d.max(1) as u64).product::<u64>());
+    for (i, r) in model.syncs.iter().enumerate() {
+        if let Some(mask) = &r.mask {
+            let w = model.warp_size;
+            let full = (1i128 << w) - 1;
+            let constant_full = mask.as_int().is_some_and(|v| v.rem_euclid(1i128 << w) == full);
+            if !constant_full {
+                goals.push(Goal::Mask(i));
+            }
+        }
+        if !model.scope_of(&r.reach, &no_deps, &r.loops).covers(r.group) {
+            goals.push(Goal::Diverges(i));
+        }
+        if let Group::Lanes(n) = r.group {
+            // Rows of a multiple of `n` threads: every group is whole.
+            let whole_rows = options.shape.block_known[0].is_some_and(|x| x.is_multiple_of(n))
+                || options.shape.block_multiple[0].is_multiple_of(n);
+            if !whole_rows && block_threads.is_none_or(|t| t % n as u64 != 0) {
+                goals.push(Goal::Partial(i));
+            }
+        }
+    }
+    for (index, l) in model.loops.iter().enumerate() {
+        let inside = model.syncs[l.syncs.0..l.syncs.1].iter().map(|s| s.group).reduce(widest);
+        if let Some(group) = inside {
+            if !model.scope_of(&l.leave, &no_deps, &l.loops).covers(group) {
+                goals.push(Goal::LoopExit {
+                    index,
+                    escape: false,
+                    group,
+                });
+            }
+        }
+        if l.escape.is_false() {
+            continue;
+        }
+        // Collectives a thread that leaves past the loop would skip: those
+        // after it, and those of the loops around it (their next iteration).
+        let outer = &l.loops[..l.loops.len() - 1];
+        let after = model
+            .syncs
+            .iter()
+            .enumerate()
+            .filter(|(j, s)| *j >= l.syncs.1 || (*j < l.syncs.0 && s.loops.iter().any(|k| outer.contains(k))))
+            .map(|(_, s)| s.group)
+            .reduce(widest);
+        if let Some(group) = after {
+            if !model.scope_of(&l.escape, &no_deps, &l.loops).covers(group) {
+                goals.push(Goal::LoopExit {
+                    index,
+                    escape: true,
+                    group,
+                });
+            }
+        }
+    }
+    goals
+}
+
+/// Decides the participation condition of one kernel instantiation.
+pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> ParticipationResult {
+    let started = Instant::now();
+    let goals = obligations(model, options);
+    let mut stats = Stats {
+        records: model.syncs.len(),
+        pairs: goals.len(),
+        ..Default::default()
+    };
+    let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.timeout_ms);
+    let mut alarms: Vec<Alarm> = Vec::new();
+    let mut unknowns: Vec<UnknownItem> = Vec::new();
+    let mut alarmed: HashSet<(String, Span, Span)> = HashSet::new();
+    let mut out_of_time = false;
+    for goal in goals {
+        let (span, site, group, name) = match goal {
+            Goal::Diverges(i) | Goal::Mask(i) | Goal::Partial(i) => {
+                let r = &model.syncs[i];
+                (r.span, r.site, r.group, r.name.clone())
+            }
+            Goal::LoopExit { index, group, .. } => {
+                let l = &model.loops[index];
+                (l.span, l.span, group, String::new())
+            }
+        };
+        let kind = match goal {
+            Goal::Diverges(_) if matches!(group, Group::Lanes(_)) => "participation/divergent-primitive",
+            Goal::Diverges(_) => "participation/divergent-barrier",
+            Goal::Mask(_) => "participation/partial-mask",
+            Goal::Partial(_) => "participation/partial-warp",
+            Goal::LoopExit { escape: false, .. } => "participation/divergent-loop",
+            Goal::LoopExit { escape: true, .. } => "participation/early-exit",
+        };
+        // A partial warp is the launch shape's fault: one alarm says it.
+        let shape_reported = matches!(goal, Goal::Partial(_)) && alarms.iter().any(|a| a.kind == kind);
+        if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms {
+            continue;
+        }
+        let left = options.budget.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            out_of_time = true;
+            break;
+        }
+        encoder.set_timeout(options.timeout_ms.min(left.as_millis() as u64).max(1));
+        let t = Instant::now();
+        let outcome = encoder.check_goal(goal);
+        let ms = t.elapsed().as_millis() as u64;
+        stats.solved += 1;
+        stats.solver_ms += ms;
+        stats.slowest_ms = stats.slowest_ms.max(ms);
+        match outcome {
+            Outcome::Unsat => {}
+            Outcome::Sat {
+                witness,
+                input_dependent,
+            } => {
+                stats.sat += 1;
+                alarmed.insert((kind.to_string(), span, site));
+                let message = message(goal, group, &name, &witness, model.warp_size);
+                alarms.push(Alarm {
+                    condition: Condition::Participation,
+                    kind: kind.into(),
+                    message,
+                    span,
+                    related: if site != span { vec![site] } else { Vec::new() },
+                    witness: Some(*witness),
+                    input_dependent,
+                    instantiation: kernel
+                        .template_args
+                        .iter()
+                        .map(|a| (a.name.clone(), a.value.clone()))
+                        .collect(),
+                });
+            }
+            Outcome::Unknown(reason) => {
+                stats.unknown += 1;
+                unknowns.push(UnknownItem {
+                    reason: format!("participation obligation undecided ({kind}): {reason}"),
+                    span,
+                });
+            }
+        }
+    }
+    if out_of_time {
+        unknowns.push(UnknownItem {
+            reason: "the participation check ran out of the kernel's time budget".into(),
+            span: kernel.span,
+        });
+    }
+    let verdict = if !alarms.is_empty() {
+        Verdict::Alarm
+    } else if !unknowns.is_empty() || !kernel.unknowns.is_empty() {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
+    };
+    ParticipationResult {
+        verdict,
+        alarms,
+        unknowns,
+        stats,
+    }
+}
+
+/// The alarm's sentence, from its witness.
+fn message(goal: Goal, group: Group, name: &str, w: &Witness, warp_size: u32) -> String {
+    let [a, b] = &w.threads;
+    let g = group_words(group, warp_size);
+    match goal {
+        Goal::Diverges(_) if matches!(group, Group::Lanes(_)) => format!(
+            "`{name}` needs every lane of its {g}, but {} executes it and {} does not",
+            thread_words(a),
+            thread_words(b)
+        ),
+        Goal::Diverges(_) => {
+            let [x, y, z] = a.thread;
+            let [p, q, r] = b.thread;
+            format!("`{name}` must be reached by every thread of the {g}, but thread ({x},{y},{z}) reaches it and thread ({p},{q},{r}) does not")
+        }
+        Goal::Mask(_) => format!(
+            "`{name}` is called with a mask that leaves out {}: the cuda configuration needs the full mask",
+            thread_words(b)
+        ),
+        Goal::Partial(_) => format!(
+            "`{name}` needs a complete {g}, but in a block of {} threads the {g} of {} is cut short",
+            w.block_dim.iter().map(|&d| d.max(1)).product::<u64>(),
+            thread_words(a)
+        ),
+        Goal::LoopExit { escape: false, .. } => format!(
+            "the loop's trip count differs within a {g} that runs a collective in it: {} leaves the loop while {} stays",
+            thread_words(a),
+            thread_words(b)
+        ),
+        Goal::LoopExit { escape: true, .. } => format!(
+            "a thread leaves early, before a collective of its {g}: {} exits from this loop while {} goes on",
+            thread_words(a),
+            thread_words(b)
+        ),
+    }
+}

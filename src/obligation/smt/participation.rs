@@ -1,0 +1,365 @@
+//! Participation obligations in Z3: two threads of one group (the lanes of a
+//! warp, a block, the grid) where one executes a collective and the other
+//! does not, a mask that misses a lane, a group the block cuts short, or a
+//! loop the group's threads leave in different iterations.
+//!
+//! The threads compared share the iteration counters of the loops around
+//! the collective: they are at the same dynamic instance. A path condition
+//! is a function of the thread's symbols, so its negation for the second
+//! thread is exact for every valuation the facts allow; symbols the model
+//! leaves free only add executions (alarms), never remove one.
+
+use std::collections::HashSet;
+
+use z3::ast::{Bool, Dynamic, Int};
+use z3::SatResult;
+
+use super::{int, Encoder, Outcome};
+use crate::ir::access::Group;
+use crate::ir::term::{SymbolId, Term};
+use crate::ir::{Builtin, Dim};
+use crate::verdict::{ThreadWitness, Witness};
+
+/// One participation obligation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Goal {
+    /// A thread of the group does not execute sync record `i` with the one
+    /// that does.
+    Diverges(usize),
+    /// The mask of sync record `i` misses a lane of the warp.
+    Mask(usize),
+    /// The block ends inside the group of sync record `i` (a partial warp).
+    Partial(usize),
+    /// Threads of `group` leave loop record `index` in different iterations
+    /// (`escape`: only exits past the loop count).
+    LoopExit { index: usize, escape: bool, group: Group },
+}
+
+/// The terms a goal is about, per thread, and the counters both share.
+struct Parts {
+    group: Group,
+    /// The executing thread's condition and the other's negated one.
+    first: Term,
+    second: Option<Term>,
+    /// Both threads are here (a loop's entry condition).
+    both: Option<Term>,
+    mask: Option<Term>,
+    loops: Vec<SymbolId>,
+}
+
+impl Encoder<'_> {
+    fn parts(&self, goal: Goal) -> Parts {
+        let model = self.model;
+        match goal {
+            Goal::Diverges(i) | Goal::Mask(i) | Goal::Partial(i) => {
+                let r = &model.syncs[i];
+                Parts {
+                    group: r.group,
+                    first: r.reach.clone(),
+                    second: matches!(goal, Goal::Diverges(_)).then(|| r.reach.clone()),
+                    both: None,
+                    mask: r.mask.clone().filter(|_| matches!(goal, Goal::Mask(_))),
+                    loops: r.loops.clone(),
+                }
+            }
+            Goal::LoopExit { index, escape, group } => {
+                let r = &model.loops[index];
+                let leave = if escape { &r.escape } else { &r.leave };
+                Parts {
+                    group,
+                    first: leave.clone(),
+                    second: Some(leave.clone()),
+                    both: Some(r.entry.clone()),
+                    mask: None,
+                    loops: r.loops.clone(),
+                }
+            }
+        }
+    }
+
+    /// The number of threads in a block.
+    fn block_threads(&mut self) -> Int {
+        let iv: Vec<_> = Dim::ALL
+            .iter()
+            .map(|&d| self.builtin_interval(Builtin::BlockDim(d)))
+            .collect();
+        let bx = self.builtin(Builtin::BlockDim(Dim::X), 0);
+        let by = self.builtin(Builtin::BlockDim(Dim::Y), 0);
+        let bz = self.builtin(Builtin::BlockDim(Dim::Z), 0);
+        let plane_iv = match (iv[0], iv[1]) {
+            (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
+            _ => None,
+        };
+        let plane = self.product(bx, by, iv[0], iv[1]);
+        self.product(plane, bz, plane_iv, iv[2])
+    }
+
+    /// The two thread instances are distinct members of one `group`.
+    fn same_group(&mut self, group: Group) -> Bool {
+        let same_block = self.same_block();
+        let mut same = vec![same_block.clone()];
+        for d in Dim::ALL {
+            let (a, b) = (self.tid(d, 0), self.tid(d, 1));
+            same.push(a.eq(&b));
+        }
+        let distinct = Bool::and(&same).not();
+        let member = match group {
+            Group::Lanes(n) => {
+                let n = int(n as i128);
+                let a = self.linear_tid(0).div(&n);
+                let b = self.linear_tid(1).div(&n);
+                Bool::and(&[same_block, a.eq(&b)])
+            }
+            Group::Block => same_block,
+            Group::Grid => Bool::from_bool(true),
+        };
+        Bool::and(&[member, distinct])
+    }
+
+    /// The goal's formula and the facts it needs.
+    fn goal_formula(&mut self, goal: Goal, parts: &Parts) -> (Bool, Vec<Bool>) {
+        let mut facts = self.shape_facts();
+        let mut seen = HashSet::new();
+        // Only the executing thread surely evaluates its condition.
+        self.no_overflow(&parts.first, 0, &mut seen, &mut facts);
+        let first = self.enc_bool(&parts.first, 0);
+        let mut conj = vec![first];
+        if let Some(both) = &parts.both {
+            conj.push(self.enc_bool(both, 0));
+            conj.push(self.enc_bool(both, 1));
+        }
+        match goal {
+            Goal::Diverges(_) | Goal::LoopExit { .. } => {
+                let second = parts.second.as_ref().expect("two threads");
+                conj.push(self.enc_bool(second, 1).not());
+                conj.push(self.same_group(parts.group));
+                for &k in &parts.loops {
+                    let (a, b) = (self.symbol_const(k, 0), self.symbol_const(k, 1));
+                    conj.push(a.eq(&b));
+                }
+            }
+            Goal::Mask(_) => {
+                let mask = parts.mask.as_ref().expect("a mask");
+                let m = self.enc_int(mask, 0);
+                let w = self.model.warp_size;
+                let full = (1i128 << w) - 1;
+                conj.push(m.modulo(int(1i128 << w)).eq(int(full)).not());
+            }
+            Goal::Partial(_) => {
+                let Group::Lanes(n) = parts.group else {
+                    unreachable!("only warps can be partial")
+                };
+                let n = int(n as i128);
+                let start = Int::mul(&[self.linear_tid(0).div(&n), n.clone()]);
+                let threads = self.block_threads();
+                conj.push(Int::add(&[start, n]).gt(&threads));
+            }
+        }
+        (Bool::and(&conj), facts)
+    }
+
+    /// Decides one participation obligation: first with hard operations
+    /// abstracted (proofs), then exactly (witnesses).
+    pub fn check_goal(&mut self, goal: Goal) -> Outcome {
+        self.hints.clear();
+        self.abstract_ops = true;
+        let full = self.timeout_ms;
+        self.timeout_ms = (full / 4).max(100);
+        let first = self.check_goal_once(goal);
+        self.timeout_ms = full;
+        self.abstract_ops = false;
+        if matches!(first, Outcome::Unsat) || (!self.abstracted && !matches!(first, Outcome::Unknown(_))) {
+            return first;
+        }
+        self.check_goal_once(goal)
+    }
+
+    fn check_goal_once(&mut self, goal: Goal) -> Outcome {
+        self.begin();
+        let parts = self.parts(goal);
+        let mut terms: Vec<&Term> = vec![&parts.first];
+        terms.extend(parts.both.iter());
+        terms.extend(parts.mask.iter());
+        let syms0 = self.symbols_closure(&terms, &parts.loops);
+        let syms1 = if parts.second.is_some() {
+            syms0.clone()
+        } else {
+            Vec::new()
+        };
+        let syms = [syms0, syms1];
+        let (formula, mut facts) = self.goal_formula(goal, &parts);
+        self.symbol_facts(&syms, &mut facts);
+        let solver = self.new_solver();
+        facts.extend(self.product_lemmas());
+        facts.append(&mut self.defs.clone());
+        for f in &facts {
+            solver.assert(f);
+        }
+        solver.assert(&formula);
+        self.dump(
+            &solver,
+            &format!("{goal:?}{}", if self.abstract_ops { "_abstract" } else { "" }).replace(' ', ""),
+        );
+        match self.solve(&solver) {
+            (SatResult::Unsat, _) => Outcome::Unsat,
+            (SatResult::Sat, Some(_)) if self.abstract_ops && self.abstracted => {
+                Outcome::Unknown("an abstraction's model".into())
+            }
+            (SatResult::Sat, Some(m)) => {
+                let witness = self.participation_witness(&m, goal, &parts, &syms);
+                let input_dependent = self.input_dependent(&m, &syms, &facts, &formula);
+                Outcome::Sat {
+                    witness: Box::new(witness),
+                    input_dependent,
+                }
+            }
+            _ => Outcome::Unknown(
+                solver
+                    .get_reason_unknown()
+                    .unwrap_or_else(|| "the solver gave up".into()),
+            ),
+        }
+    }
+
+    fn participation_witness(
+        &mut self,
+        m: &z3::Model,
+        goal: Goal,
+        parts: &Parts,
+        syms: &[Vec<SymbolId>; 2],
+    ) -> Witness {
+        let w = self.model.warp_size as u64;
+        let get = |this: &mut Self, b: Builtin, inst: usize| {
+            let v = this.builtin(b, inst);
+            Self::model_int(m, &v).unwrap_or(0).max(0) as u64
+        };
+        let block_dim = Dim::ALL.map(|d| get(self, Builtin::BlockDim(d), 0));
+        let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d), 0));
+        let iterations = |this: &mut Self, inst: usize| -> Vec<_> {
+            parts
+                .loops
+                .iter()
+                .map(|&k| {
+                    let d = this.symbol_const(k, inst);
+                    (this.model.symbol(k).span, this.value(m, &d) as i64)
+                })
+                .collect()
+        };
+        let thread_at = |this: &mut Self, inst: usize| {
+            let thread = Dim::ALL.map(|d| get(this, Builtin::ThreadIdx(d), inst));
+            let block = Dim::ALL.map(|d| get(this, Builtin::BlockIdx(d), inst));
+            let linear = thread[0] + thread[1] * block_dim[0] + thread[2] * block_dim[0] * block_dim[1];
+            ThreadWitness {
+                thread,
+                block,
+                warp: linear / w,
+                lane: linear % w,
+                iterations: iterations(this, inst),
+                offset: 0,
+                width: 0,
+                exists: true,
+            }
+        };
+        // A thread of the first's block by its linear index.
+        let by_linear = |first: &ThreadWitness, linear: u64, exists: bool| {
+            let (bx, by) = (block_dim[0].max(1), block_dim[1].max(1));
+            ThreadWitness {
+                thread: [linear % bx, linear / bx % by, linear / (bx * by)],
+                block: first.block,
+                warp: linear / w,
+                lane: linear % w,
+                iterations: first.iterations.clone(),
+                offset: 0,
+                width: 0,
+                exists,
+            }
+        };
+        let first = thread_at(self, 0);
+        let mut notes = Vec::new();
+        let second = match goal {
+            Goal::Diverges(_) | Goal::LoopExit { .. } => thread_at(self, 1),
+            Goal::Mask(_) => {
+                let mask = parts.mask.as_ref().expect("a mask");
+                let d = self.enc(mask, 0);
+                let value = self.value(m, &d);
+                let bits = value.rem_euclid(1i128 << w) as u128;
+                // Another lane than the caller's own where there is one.
+                let clear = |j: &u64| bits >> j & 1 == 0;
+                let missing = (0..w)
+                    .filter(clear)
+                    .find(|&j| j != first.lane)
+                    .or_else(|| (0..w).find(clear))
+                    .unwrap_or(0);
+                notes.push(format!(
+                    "the mask is {:#x}: bit {missing} (lane {missing}) is clear",
+                    value.rem_euclid(1i128 << 64)
+                ));
+                let threads = block_dim.iter().map(|&d| d.max(1)).product::<u64>();
+                let linear = first.warp * w + missing;
+                by_linear(&first, linear, linear < threads)
+            }
+            Goal::Partial(_) => {
+                let threads = block_dim.iter().map(|&d| d.max(1)).product::<u64>();
+                let n = match parts.group {
+                    Group::Lanes(n) => n as u64,
+                    _ => w,
+                };
+                let start = first.warp * w + (first.lane / n) * n;
+                notes.push(format!(
+                    "the block has {threads} threads: lanes {}..{} of warp {} do not exist",
+                    threads - first.warp * w,
+                    (start + n) - first.warp * w,
+                    first.warp
+                ));
+                by_linear(&first, threads, false)
+            }
+        };
+        if let Goal::LoopExit { escape, .. } = goal {
+            notes.push(if escape {
+                "the first thread leaves past the loop in this iteration (return or an outer exit); the second stays"
+                    .into()
+            } else {
+                "the first thread leaves the loop in this iteration; the second runs another".into()
+            });
+        }
+        let mut params = Vec::new();
+        let mut seen = HashSet::new();
+        let mut terms = vec![&parts.first];
+        terms.extend(parts.both.iter());
+        terms.extend(parts.mask.iter());
+        for t in terms {
+            let param = |k: &crate::ir::term::TermKind| match k {
+                crate::ir::term::TermKind::Param(i) => Some(*i),
+                _ => None,
+            };
+            crate::ir::term::collect(t, &param, &mut params, &mut seen);
+        }
+        params.sort();
+        let mut param_values = Vec::new();
+        for i in params {
+            if let Some(p) = self.kernel.params.get(i as usize) {
+                let d: Dynamic = self.param_const(i, p.ty);
+                param_values.push((p.name.clone(), self.value(m, &d).to_string()));
+            }
+        }
+        let mut inputs = Vec::new();
+        for (inst, list) in syms.iter().enumerate() {
+            for &s in list {
+                let info = self.model.symbol(s);
+                if info.is_input() && inputs.len() < 8 {
+                    let name = format!("{} (thread {})", info.name, inst + 1);
+                    let d = self.symbol_const(s, inst);
+                    inputs.push((name, self.value(m, &d).to_string()));
+                }
+            }
+        }
+        Witness {
+            threads: [first, second],
+            block_dim,
+            grid_dim,
+            params: param_values,
+            inputs,
+            notes,
+        }
+    }
+}
