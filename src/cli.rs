@@ -96,7 +96,8 @@ pub struct Common {
     #[arg(short = 'I', value_name = "DIR")]
     pub include: Vec<PathBuf>,
     /// Time limit per solver obligation, in milliseconds (a kernel's
-    /// obligations share a budget of the larger of 7 s and three such limits;
+    /// obligations share a budget of the larger of 6 s and three such limits,
+    /// half of it at most for participation;
     /// what is left undecided is unknown).
     #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,

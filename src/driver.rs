@@ -51,15 +51,18 @@ pub struct KernelEntry {
     /// For each lowered instantiation, the block shapes its launch sites
     /// use, when every launch site of it determines one.
     pub launch_blocks: Vec<Option<Vec<LaunchShape>>>,
+    /// Time spent lowering the instantiations: it counts against the
+    /// kernel's check budget.
+    pub lower_time: std::time::Duration,
     /// What kept any instantiation from lowering completely, deduplicated.
     pub unknowns: Vec<Unknown>,
 }
 
 /// Most instantiations of one kernel lowered for the listing.
-pub const MAX_LOWERED: usize = 8;
+pub const MAX_LOWERED: usize = 24;
 /// Most instantiations lowered (those that only trap, or lower to the same
 /// code as another, are not kept).
-pub const MAX_TRIED: usize = 24;
+pub const MAX_TRIED: usize = 32;
 
 impl KernelEntry {
     pub fn status(&self) -> Status {
@@ -259,9 +262,10 @@ pub fn lower_files(
             let mut blocks: Vec<Option<Vec<LaunchShape>>> = Vec::new();
             let mut trapping: Vec<(Kernel, Option<Vec<LaunchShape>>)> = Vec::new();
             let mut covered = 0;
+            let lowering = std::time::Instant::now();
             for args in candidates.iter().take(MAX_TRIED) {
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
-                let b = launch_blocks(&launches, args);
+                let b = launch_blocks(&launches, args, &k);
                 let same = kernels
                     .iter()
                     .position(|x| x.body == k.body && x.syms == k.syms && x.objects == k.objects);
@@ -303,6 +307,7 @@ pub fn lower_files(
                 template_params: def.template_params.clone(),
                 instantiations: tuples.len(),
                 covered,
+                lower_time: lowering.elapsed(),
                 kernels,
                 launch_blocks: blocks,
                 unknowns,
@@ -328,20 +333,43 @@ pub fn lower_files(
 }
 
 /// The distinct block shapes of the launches with template arguments `args`
-/// (each extent known or not); `None` when there is no launch of them.
+/// (each extent known or not), their facts in terms of `k`'s parameters;
+/// `None` when there is no launch of them.
 fn launch_blocks(
     launches: &[lower::instantiate::LaunchSite],
     args: &[Option<lower::TArg>],
+    k: &Kernel,
 ) -> Option<Vec<LaunchShape>> {
     let mut out = Vec::new();
     for site in launches.iter().filter(|l| l.tuple == args) {
         for b in &site.blocks {
-            if !out.contains(b) {
-                out.push(*b);
+            let mut b = b.clone();
+            b.facts = b.facts.iter().filter_map(|f| in_params(f, &site.params, k)).collect();
+            if !out.contains(&b) {
+                out.push(b);
             }
         }
     }
     Some(out).filter(|o| !o.is_empty())
+}
+
+/// A launch fact with its arguments (`Param(position)`) renamed to `k`'s
+/// scalar parameters; `None` if one is not a scalar parameter of `k`.
+fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate::ir::Expr> {
+    use crate::ir::Expr;
+    let go = |x: &Expr| in_params(x, names, k).map(Box::new);
+    Some(match e {
+        Expr::Param(pos) => {
+            let name = names.get(*pos as usize).filter(|n| !n.is_empty())?;
+            let i = k.params.iter().position(|p| p.name == *name && p.ty.is_int())?;
+            Expr::Param(i as u32)
+        }
+        Expr::Unary(op, ty, a) => Expr::Unary(*op, *ty, go(a)?),
+        Expr::Binary(op, ty, a, b) => Expr::Binary(*op, *ty, go(a)?, go(b)?),
+        Expr::Select(c, a, b) => Expr::Select(go(c)?, go(a)?, go(b)?),
+        Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)?),
+        other => other.clone(),
+    })
 }
 
 /// Orders tuples so each next one differs most from those before it: the few
@@ -387,7 +415,7 @@ pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<K
 /// The memory obligations of one instantiation: counts, solver time, verdict.
 pub fn explain_smt(db: &SourceDb, k: &Kernel, options: &Options) -> String {
     let started = std::time::Instant::now();
-    let model = crate::passes::accesses::build(k, options.lower.warp_size);
+    let model = crate::passes::accesses::build(k, options.lower.warp_size, &[]);
     let built = started.elapsed();
     let result = crate::obligation::check_memory(k, &model, &memory_options(k, options));
     let s = &result.stats;
@@ -418,6 +446,16 @@ pub fn explain_smt(db: &SourceDb, k: &Kernel, options: &Options) -> String {
     for u in &result.unknowns {
         let (l, _) = db.line_col(u.span);
         out.push_str(&format!("  unknown at {l}: {}\n", u.reason));
+    }
+    let part = crate::obligation::participation::check_participation(k, &model, &memory_options(k, options));
+    let p = &part.stats;
+    out.push_str(&format!(
+        "  participation: {} collectives, {} obligations after the lattice, {} solved ({} sat, {} unknown); solver {} ms, slowest {} ms; participation {:?}\n",
+        p.records, p.pairs, p.solved, p.sat, p.unknown, p.solver_ms, p.slowest_ms, part.verdict
+    ));
+    for a in &part.alarms {
+        let (l, _) = db.line_col(a.span);
+        out.push_str(&format!("  alarm {} at {l}: {}\n", a.kind, a.message));
     }
     out
 }
@@ -485,14 +523,17 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // memory with what is left.
     let mut jobs = Vec::new();
     for (i, k) in e.kernels.iter().enumerate() {
-        let model = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size));
         // Shapes: the flag's, else those of the launch sites, else symbolic.
         let shapes: Vec<LaunchShape> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
-            (Some(b), _) => vec![(b.map(Some), b)],
+            (Some(b), _) => vec![LaunchShape {
+                block: b.map(Some),
+                multiple: b,
+                facts: Vec::new(),
+            }],
             (None, Some(list)) => list,
             (None, None) => {
                 from_sites = false;
-                vec![([None; 3], [1; 3])]
+                vec![LaunchShape::symbolic()]
             }
         };
         let (used_block, used_grid) = k.used_dims();
@@ -521,7 +562,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 }
             }
         }
-        for (shape, multiple) in shapes {
+        for LaunchShape {
+            block: shape,
+            multiple,
+            facts,
+        } in shapes
+        {
             if !site_blocks.contains(&shape) {
                 site_blocks.push(shape);
             }
@@ -530,10 +576,13 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             mopts.shape.block_dim = exact.then(|| shape.map(|d| d.unwrap_or(1)));
             mopts.shape.block_known = shape;
             mopts.shape.block_multiple = multiple;
-            jobs.push((k, model.clone(), mopts));
+            // The launch's facts hold for every thread: part of the model.
+            let model = crate::passes::accesses::build(k, options.lower.warp_size, &facts);
+            jobs.push((k, model, mopts));
         }
     }
-    let budget = memory_options(e.kernel(), options).budget;
+    // One budget per kernel, lowering included.
+    let budget = memory_options(e.kernel(), options).budget.saturating_sub(e.lower_time);
     for (k, model, mopts) in &jobs {
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(started.elapsed());

@@ -119,7 +119,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             match stage {
                                 cli::Stage::Ir => out(&k.to_string()),
                                 cli::Stage::Accesses => {
-                                    let model = warpdrf::passes::accesses::build(k, opts.lower.warp_size);
+                                    let model = warpdrf::passes::accesses::build(k, opts.lower.warp_size, &[]);
                                     out(&format!("kernel {}{}\n{model}", k.name, instantiation(k)));
                                 }
                                 _ => out(&driver::explain_smt(&db, k, &opts)),

@@ -205,7 +205,8 @@ pub struct AccessModel {
     /// The collectives, in program order.
     pub syncs: Vec<SyncRecord>,
     pub loops: Vec<LoopRecord>,
-    /// Facts every thread's execution satisfies (`assume`, kernel-level asserts).
+    /// Facts of the launch, over parameters and dimensions (`blockDim.y ==
+    /// k` from a launch site that passes one host value as both).
     pub assumptions: Vec<Term>,
     pub warp_size: u32,
     /// Why some part of the kernel could not be modelled for memory (a
@@ -294,8 +295,10 @@ impl fmt::Display for AccessModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "access model: {} records, {} symbols, {} term nodes",
+            "access model: {} records, {} collectives, {} loops, {} symbols, {} term nodes",
             self.records.len(),
+            self.syncs.len(),
+            self.loops.len(),
             self.symbols.len(),
             self.terms.len()
         )?;
@@ -321,6 +324,37 @@ impl fmt::Display for AccessModel {
                 self.show(&r.phase.warp),
                 self.show(&r.phase.grid)
             )?;
+        }
+        // The uniformity stage: each collective's reach condition and the
+        // scope the lattice proves it uniform at.
+        let none = std::collections::HashMap::new();
+        for (i, r) in self.syncs.iter().enumerate() {
+            let mask = r.mask.as_ref().map_or("-".to_string(), |m| self.show(m).to_string());
+            writeln!(f, "  sync #{i} {} ({:?}) mask {mask}", r.name, r.group)?;
+            writeln!(
+                f,
+                "      reached when {}  [lattice: {:?}]",
+                self.show(&r.reach),
+                self.scope_of(&r.reach, &none, &r.loops)
+            )?;
+        }
+        for (i, l) in self.loops.iter().enumerate() {
+            writeln!(
+                f,
+                "  loop #{i} counter {} holds syncs {}..{}",
+                self.symbol(l.counter).name,
+                l.syncs.0,
+                l.syncs.1
+            )?;
+            writeln!(
+                f,
+                "      leaves when {}  [lattice: {:?}]",
+                self.show(&l.leave),
+                self.scope_of(&l.leave, &none, &l.loops)
+            )?;
+            if !l.escape.is_false() {
+                writeln!(f, "      leaves past it when {}", self.show(&l.escape))?;
+            }
         }
         Ok(())
     }

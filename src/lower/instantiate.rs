@@ -46,15 +46,38 @@ pub struct LaunchSite {
     /// The block shapes the site may launch with (several when an extent is
     /// a choice between constants, `n < 1024 ? 32 : 128`).
     pub blocks: Vec<LaunchShape>,
+    /// The kernel's parameter names in declaration order (for the facts).
+    pub params: Vec<String>,
 }
 
 /// A launch's block extents per dimension; `None` where the launch site
 /// computes it from runtime values.
 pub type BlockShape = [Option<u32>; 3];
 
-/// A block shape and, per dimension, a number its extent is surely a
-/// multiple of (`(n + 31) / 32 * 32`: 32; 1 when nothing is known).
-pub type LaunchShape = (BlockShape, [u32; 3]);
+/// A block shape as one launch site gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchShape {
+    pub block: BlockShape,
+    /// Per dimension, a number the extent is surely a multiple of
+    /// (`(n + 31) / 32 * 32`: 32; 1 when nothing is known).
+    pub multiple: [u32; 3],
+    /// Facts of the launch over the kernel's dimensions and arguments:
+    /// `blockDim.y == k` when the host passes one value as both. Arguments
+    /// are `Param(i)` with `i` the parameter's position in the kernel's
+    /// declaration (see `LaunchSite::params`).
+    pub facts: Vec<super::Expr>,
+}
+
+impl LaunchShape {
+    /// Nothing known.
+    pub fn symbolic() -> LaunchShape {
+        LaunchShape {
+            block: [None; 3],
+            multiple: [1; 3],
+            facts: Vec::new(),
+        }
+    }
+}
 
 /// Most shapes one launch site forks into.
 const MAX_SITE_SHAPES: usize = 8;
@@ -69,6 +92,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
     let mut finder = Finder {
+        params: kernel_param_names(index, kernel),
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
         kernel,
@@ -93,7 +117,8 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
         let tuple: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
         let site = LaunchSite {
             tuple,
-            blocks: block.unwrap_or_else(|| vec![([None; 3], [1; 3])]),
+            blocks: block.unwrap_or_else(|| vec![LaunchShape::symbolic()]),
+            params: finder.params.clone(),
         };
         if !launches.contains(&site) {
             launches.push(site);
@@ -107,18 +132,20 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
 /// (of a known divisor, maybe).
 fn block_shape(v: &super::Value) -> Option<Vec<LaunchShape>> {
     use super::Value;
+    // An extent that is not a scalar value at all is unknown.
+    let unknown = super::Expr::Opaque(crate::ir::OpId(u32::MAX), crate::ir::ScalarTy::U32, Vec::new());
     let parts: Vec<&super::Expr> = match v {
         Value::Agg(_, parts) if parts.len() == 3 => parts
             .iter()
             .map(|p| match p {
-                Value::Scalar(e, _) => Some(e),
-                _ => None,
+                Value::Scalar(e, _) => e,
+                _ => &unknown,
             })
-            .collect::<Option<Vec<_>>>()?,
+            .collect(),
         Value::Scalar(e, _) => vec![e, &ONE, &ONE],
         _ => return None,
     };
-    let mut shapes: Vec<LaunchShape> = vec![([None; 3], [1; 3])];
+    let mut shapes: Vec<([Option<u32>; 3], [u32; 3])> = vec![([None; 3], [1; 3])];
     for (d, e) in parts.iter().enumerate() {
         let choices = constants(e).filter(|c| c.len() <= MAX_SITE_SHAPES);
         let multiple = divisor(e).clamp(1, 1024) as u32;
@@ -144,7 +171,112 @@ fn block_shape(v: &super::Value) -> Option<Vec<LaunchShape>> {
         next.truncate(MAX_SITE_SHAPES);
         shapes = next;
     }
-    Some(shapes)
+    Some(
+        shapes
+            .into_iter()
+            .map(|(block, multiple)| LaunchShape {
+                block,
+                multiple,
+                facts: Vec::new(),
+            })
+            .collect(),
+    )
+}
+
+/// Facts relating the launch's dimensions to the kernel's arguments: each
+/// runtime extent written as a function of the arguments, where the host
+/// computes it from values it also passes (`dim3(WARP_SIZE, k)` and an
+/// argument `k`: `blockDim.y == k`). Host functions are taken to be
+/// deterministic (one call text, one value).
+fn launch_facts(
+    grid: Option<&super::Value>,
+    block: Option<&super::Value>,
+    args: &[super::Value],
+    asserted: &[super::Value],
+) -> Vec<super::Expr> {
+    use super::{Expr, Value};
+    use crate::ir::{BinOp, Builtin, Dim, ScalarTy};
+    let scalars = |v: Option<&Value>| -> Vec<Option<(Expr, ScalarTy)>> {
+        match v {
+            Some(Value::Agg(_, parts)) if parts.len() == 3 => parts
+                .iter()
+                .map(|p| match p {
+                    Value::Scalar(e, t) => Some((e.clone(), t.scalar())),
+                    _ => None,
+                })
+                .collect(),
+            Some(Value::Scalar(e, t)) => vec![Some((e.clone(), t.scalar())), None, None],
+            _ => vec![None, None, None],
+        }
+    };
+    let args: Vec<Option<&Expr>> = args
+        .iter()
+        .map(|a| match a {
+            Value::Scalar(e, _) if !e.is_const() => Some(e),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (extent, parts) in [
+        (Builtin::GridDim as fn(Dim) -> Builtin, scalars(grid)),
+        (Builtin::BlockDim as fn(Dim) -> Builtin, scalars(block)),
+    ] {
+        for (d, part) in Dim::ALL.into_iter().zip(parts) {
+            let Some((e, ty)) = part else { continue };
+            if e.is_const() || !ty.is_int() {
+                continue;
+            }
+            let Some(f) = in_arguments(&e, &args) else { continue };
+            let wide = ScalarTy::I64;
+            out.push(Expr::Binary(
+                BinOp::Eq,
+                wide,
+                Box::new(Expr::Cast(wide, Box::new(Expr::Builtin(extent(d))))),
+                Box::new(Expr::Cast(wide, Box::new(Expr::Cast(ty, Box::new(f))))),
+            ));
+        }
+    }
+    // Checks the host made before launching, about values it passes.
+    for a in asserted {
+        if let Value::Scalar(e, _) = a {
+            if let Some(f) = in_arguments(e, &args) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// `e` with every part equal to an argument's value replaced by that
+/// argument (`Param(position)`); `None` if host values remain.
+fn in_arguments(e: &super::Expr, args: &[Option<&super::Expr>]) -> Option<super::Expr> {
+    use super::Expr;
+    fn strip(e: &Expr) -> &Expr {
+        match e {
+            Expr::Cast(_, a) => strip(a),
+            _ => e,
+        }
+    }
+    if let Some(i) = args.iter().position(|a| a.is_some_and(|a| strip(a) == strip(e))) {
+        let ty = match e {
+            Expr::Cast(ty, _) => Some(*ty),
+            _ => None,
+        };
+        let p = Expr::Param(i as u32);
+        return Some(match ty {
+            Some(ty) => Expr::Cast(ty, Box::new(p)),
+            None => p,
+        });
+    }
+    let go = |x: &Expr| in_arguments(x, args).map(Box::new);
+    Some(match e {
+        Expr::Int(..) | Expr::Bool(_) => e.clone(),
+        Expr::Unary(op, ty, a) => Expr::Unary(*op, *ty, go(a)?),
+        Expr::Binary(op, ty, a, b) => Expr::Binary(*op, *ty, go(a)?, go(b)?),
+        Expr::Select(c, a, b) => Expr::Select(go(c)?, go(a)?, go(b)?),
+        Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)?),
+        _ => return None,
+    })
 }
 
 /// `v` with the host variables it reads replaced by the values the
@@ -152,26 +284,32 @@ fn block_shape(v: &super::Value) -> Option<Vec<LaunchShape>> {
 fn resolve_value(v: &super::Value, stmts: &[crate::ir::Stmt]) -> super::Value {
     use super::Value;
     match v {
-        Value::Scalar(e, t) => Value::Scalar(resolve_expr(e, stmts, 8), t.clone()),
+        Value::Scalar(e, t) => Value::Scalar(resolve_expr(e, stmts, stmts.len(), 16), t.clone()),
         Value::Agg(t, parts) => Value::Agg(t.clone(), parts.iter().map(|p| resolve_value(p, stmts)).collect()),
         other => other.clone(),
     }
 }
 
-fn resolve_expr(e: &super::Expr, stmts: &[crate::ir::Stmt], depth: u32) -> super::Expr {
+/// `e` as evaluated just before statement `at`: a variable is the value of
+/// its last assignment before that point.
+fn resolve_expr(e: &super::Expr, stmts: &[crate::ir::Stmt], at: usize, depth: u32) -> super::Expr {
     use super::Expr;
     if depth == 0 {
         return e.clone();
     }
-    let go = |x: &Expr| Box::new(resolve_expr(x, stmts, depth - 1));
+    let go = |x: &Expr| Box::new(resolve_expr(x, stmts, at, depth - 1));
     match e {
         Expr::Var(v) => {
-            let assigned = stmts.iter().rev().find_map(|s| match &s.kind {
-                crate::ir::StmtKind::Assign { var, value } if var == v => Some(value),
-                _ => None,
-            });
+            let assigned = stmts[..at.min(stmts.len())]
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, s)| match &s.kind {
+                    crate::ir::StmtKind::Assign { var, value } if var == v => Some((i, value)),
+                    _ => None,
+                });
             match assigned {
-                Some(value) => resolve_expr(value, stmts, depth - 1),
+                Some((i, value)) => resolve_expr(value, stmts, i, depth - 1),
                 None => e.clone(),
             }
         }
@@ -215,7 +353,15 @@ fn divisor(e: &super::Expr) -> i128 {
     }
     match e {
         Expr::Int(v, _) => v.abs(),
-        Expr::Cast(_, a) => divisor(a),
+        // Wrapping modulo 2^bits keeps power-of-two divisors below 2^bits.
+        Expr::Cast(crate::ir::ScalarTy::Int { bits, .. }, a) => {
+            let d = divisor(a);
+            if d > 0 && d.trailing_zeros() < *bits as u32 && (d & (d - 1)) == 0 {
+                d
+            } else {
+                1
+            }
+        }
         Expr::Select(_, a, b) => gcd(divisor(a), divisor(b)),
         Expr::Binary(op, _, a, b) => match op {
             BinOp::Mul => divisor(a).saturating_mul(divisor(b)),
@@ -234,14 +380,15 @@ fn divisor(e: &super::Expr) -> i128 {
 /// configuration aggregate holding the grid and block `dim3`s (in that
 /// order, as in `<<<grid, block>>>`), or the grid and block as the next two
 /// operands (`cudaLaunchKernel(k, grid, block, …)`).
-fn wrapper_block(operands: &[super::Value]) -> Option<Vec<LaunchShape>> {
+/// The grid, the block, and how many operands after the kernel hold them.
+fn wrapper_config(operands: &[super::Value]) -> Option<(Option<&super::Value>, &super::Value, usize)> {
     use super::Value;
-    let dims =
-        |v: &Value| matches!(v, Value::Agg(_, p) if p.len() == 3 && p.iter().all(|x| matches!(x, Value::Scalar(..))));
+    // A `dim3` (a vector type of three extents), whatever its values.
+    let dims = |v: &Value| matches!(v, Value::Agg(super::Type::Vector(_), p) if p.len() == 3);
     match operands {
         // `{grid, block, smem, stream}`, in the order of `<<<…>>>`.
-        [Value::Agg(_, parts), ..] if !dims(&operands[0]) => block_shape(parts.get(1)?),
-        [grid, block, ..] if dims(grid) && dims(block) => block_shape(block),
+        [Value::Agg(_, parts), ..] if !dims(&operands[0]) => Some((parts.first(), parts.get(1)?, 1)),
+        [grid, block, ..] if dims(grid) && dims(block) => Some((Some(grid), block, 2)),
         _ => None,
     }
 }
@@ -287,6 +434,44 @@ fn initializer_operands<'t>(frag: &Fragment, name: Node<'t>) -> Option<Vec<Node<
     None
 }
 
+fn with_facts(shapes: Vec<LaunchShape>, facts: Vec<super::Expr>) -> Vec<LaunchShape> {
+    shapes
+        .into_iter()
+        .map(|s| LaunchShape {
+            facts: facts.clone(),
+            ..s
+        })
+        .collect()
+}
+
+/// The names of a kernel's parameters in declaration order (empty names
+/// for unnamed ones).
+fn kernel_param_names(index: &Index, kernel: DeclId) -> Vec<String> {
+    let d = index.decl(kernel);
+    let Some(mut decl) = d.node.field("declarator") else {
+        return Vec::new();
+    };
+    while decl.kind() != "function_declarator" {
+        match decl.field("declarator") {
+            Some(inner) => decl = inner,
+            None => return Vec::new(),
+        }
+    }
+    let Some(params) = decl.field("parameters") else {
+        return Vec::new();
+    };
+    named_children(params)
+        .into_iter()
+        .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"))
+        .map(|p| {
+            p.field("declarator")
+                .and_then(|x| declarator_name(d.frag, x))
+                .map(|(n, _)| n)
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// A call whose name says it launches (`…launch…`): it is a launch even
 /// when its shape operands are not understood.
 fn is_launcher(frag: &Fragment, call: Node) -> bool {
@@ -306,6 +491,8 @@ fn is_concrete(a: &TArg) -> bool {
 }
 
 struct Finder {
+    /// The kernel's parameter names, in declaration order.
+    params: Vec<String>,
     /// Instantiation environments of host function templates, by declaration.
     envs: HashMap<DeclId, Vec<TemplateEnv>>,
     function_nodes: HashMap<usize, DeclId>,
@@ -368,7 +555,9 @@ impl Finder {
                         if let Some(f) = enclosing {
                             l2.bind_host_params(f);
                         }
-                        l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
+                        let asserted =
+                            l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
+                        let asserted: Vec<super::Value> = asserted.iter().map(|c| l2.scratch_expr(*c)).collect();
                         let explicit = match site.args {
                             Some(a) => l2.template_args(a),
                             None => Vec::new(),
@@ -380,19 +569,41 @@ impl Finder {
                             }
                             None => explicit,
                         };
-                        if let Some(b) = block_operand {
+                        if let (Some(b), Some(call)) = (block_operand, site.call) {
+                            let cfg = named_children(call)
+                                .into_iter()
+                                .find(|n| n.kind() == "kernel_call_syntax")
+                                .and_then(|c| named_children(c).first().copied());
+                            let grid = cfg.map(|g| l2.scratch_expr(g));
                             let v = l2.scratch_expr(b);
-                            block = block_shape(&resolve_value(&v, l2.blocks.last().map_or(&[][..], |b| &b[..])));
+                            let args: Vec<super::Value> = call
+                                .field("arguments")
+                                .map(named_children)
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|a| l2.scratch_expr(a))
+                                .collect();
+                            let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                            let grid = grid.map(|g| resolve_value(&g, stmts));
+                            let v = resolve_value(&v, stmts);
+                            let args: Vec<super::Value> = args.iter().map(|a| resolve_value(a, stmts)).collect();
+                            let asserted: Vec<super::Value> =
+                                asserted.iter().map(|a| resolve_value(a, stmts)).collect();
+                            let facts = launch_facts(grid.as_ref(), Some(&v), &args, &asserted);
+                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                                eprintln!("launch: grid {grid:?} block {v:?} args {args:?} -> {facts:?}");
+                            }
+                            block = block_shape(&v).map(|shapes| with_facts(shapes, facts));
                         }
                         if let Some((call, at)) = wrapper {
-                            let args: Vec<Node> = call
+                            let operands: Vec<Node> = call
                                 .field("arguments")
                                 .map(named_children)
                                 .unwrap_or_default()
                                 .into_iter()
                                 .skip(at + 1)
-                                .take(2)
                                 .collect();
+                            let args: Vec<Node> = operands.iter().take(2).copied().collect();
                             let mut values: Vec<super::Value> = args.iter().map(|a| l2.scratch_expr(*a)).collect();
                             // A configuration object built in memory (a class
                             // with a constructor): its initializer's operands.
@@ -402,7 +613,18 @@ impl Finder {
                             }
                             let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
                             let values: Vec<super::Value> = values.iter().map(|v| resolve_value(v, stmts)).collect();
-                            block = wrapper_block(&values);
+                            block = wrapper_config(&values).and_then(|(grid, b, used)| {
+                                let rest: Vec<super::Value> = operands[used.min(operands.len())..]
+                                    .iter()
+                                    .map(|a| l2.scratch_expr(*a))
+                                    .collect();
+                                let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                                let rest: Vec<super::Value> = rest.iter().map(|a| resolve_value(a, stmts)).collect();
+                                let asserted: Vec<super::Value> =
+                                    asserted.iter().map(|a| resolve_value(a, stmts)).collect();
+                                let facts = launch_facts(grid, Some(b), &rest, &asserted);
+                                block_shape(b).map(|shapes| with_facts(shapes, facts))
+                            });
                             if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
                                 eprintln!("wrapper operands: {values:?} -> {block:?}");
                             }
@@ -513,6 +735,14 @@ struct Use<'t> {
 
 /// The call a node is an operand of, and at which index.
 fn operand_of<'t>(n: Node<'t>) -> Option<(Node<'t>, usize)> {
+    // Through casts and parentheses: `launch((void *) k, …)`.
+    let mut n = n;
+    while let Some(p) = n
+        .parent()
+        .filter(|p| matches!(p.kind(), "cast_expression" | "parenthesized_expression"))
+    {
+        n = p;
+    }
     let list = n.parent().filter(|p| p.kind() == "argument_list")?;
     let call = list.parent().filter(|p| p.kind() == "call_expression")?;
     let at = named_children(list).iter().position(|c| c.id() == n.id())?;
@@ -599,10 +829,19 @@ impl<'u> Lowerer<'u> {
             let (ty, name) = self.declared_type(p);
             if let Some(name) = name {
                 let ty = ty.strip_ref().clone();
-                self.bind(
-                    &name,
-                    super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))),
-                );
+                // A scalar is one unknown value (a symbol named after it), so
+                // the launch's uses of it can be related; others are unknown.
+                let value = if ty.is_arith() && ty.scalar().is_int() {
+                    let s = self.sym(
+                        &format!("{}::{name}", d.name),
+                        ty.scalar(),
+                        crate::ir::SymKind::Unresolved,
+                    );
+                    super::Value::Scalar(super::Expr::Sym(s), ty)
+                } else {
+                    super::Value::Unknown(ty)
+                };
+                self.bind(&name, super::Binding::Place(super::Place::Temp(value)));
             }
         }
     }
@@ -642,7 +881,7 @@ impl<'u> Lowerer<'u> {
     /// some other statement in between may write (inside an `if`, a loop,
     /// through `&v`) stays unknown. Host calls are assumed not to write their
     /// by-reference arguments.
-    fn bind_preceding_constants(&mut self, node: Node<'u>) {
+    fn bind_preceding_constants(&mut self, node: Node<'u>) -> Vec<Node<'u>> {
         let frag = self.frag();
         // Statements before the use, in program order (outer blocks first).
         let mut levels: Vec<Vec<Node<'u>>> = Vec::new();
@@ -664,8 +903,27 @@ impl<'u> Lowerer<'u> {
         let before: Vec<Node<'u>> = levels.into_iter().rev().flatten().collect();
         let mut needed = identifiers(frag, node);
         let mut chosen = Vec::new();
+        // Names some statement between the current one and the use writes.
+        let mut touched: std::collections::HashSet<String> = Default::default();
+        let mut asserted = Vec::new();
         for &stmt in before.iter().rev() {
-            match host_statement(frag, stmt) {
+            let kind = host_statement(frag, stmt);
+            let writes: Vec<String> = match &kind {
+                HostStmt::Declares(names) => names.clone(),
+                HostStmt::Assigns(name, _) => vec![name.clone()],
+                HostStmt::Asserts(_) => Vec::new(),
+                HostStmt::Other => written(frag, stmt),
+            };
+            match kind {
+                HostStmt::Asserts(cond) => {
+                    // A check that aborts the program holds after it, for
+                    // values nothing writes before the use.
+                    let names = identifiers(frag, cond);
+                    if names.is_disjoint(&touched) {
+                        needed.extend(names);
+                        asserted.push(cond);
+                    }
+                }
                 HostStmt::Declares(names) => {
                     if names.iter().any(|n| needed.contains(n)) {
                         for n in &names {
@@ -684,11 +942,12 @@ impl<'u> Lowerer<'u> {
                 }
                 HostStmt::Other => {
                     // A variable written here is not known from before.
-                    for w in written(frag, stmt) {
-                        needed.remove(&w);
+                    for w in &writes {
+                        needed.remove(w);
                     }
                 }
             }
+            touched.extend(writes);
         }
         for stmt in chosen.into_iter().rev() {
             if stmt.kind() == "declaration" {
@@ -697,6 +956,7 @@ impl<'u> Lowerer<'u> {
                 self.expr(e);
             }
         }
+        asserted
     }
 }
 
@@ -707,6 +967,8 @@ enum HostStmt<'t> {
     Declares(Vec<String>),
     /// `name = value;` (or a compound assignment): a plain update.
     Assigns(String, Node<'t>),
+    /// `if (!(c)) abort(…);` (`GGML_ASSERT(c)`): `c` holds after it.
+    Asserts(Node<'t>),
     Other,
 }
 
@@ -719,6 +981,35 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
                 .filter_map(|d| declarator_name(frag, d).map(|(n, _)| n))
                 .collect();
             HostStmt::Declares(names)
+        }
+        "if_statement" if stmt.field("alternative").is_none() => {
+            let aborts = stmt.field("consequence").is_some_and(|c| {
+                let call = match c.kind() {
+                    "expression_statement" => named_children(c).into_iter().next(),
+                    "compound_statement" => named_children(c)
+                        .into_iter()
+                        .next()
+                        .and_then(|s| named_children(s).into_iter().next()),
+                    _ => None,
+                };
+                call.filter(|e| e.kind() == "call_expression")
+                    .and_then(|e| e.field("function"))
+                    .is_some_and(|f| {
+                        let name = syntax::text(frag, f);
+                        name.contains("abort") || name.ends_with("exit") || name.contains("__trap")
+                    })
+            });
+            let negated = stmt
+                .field("condition")
+                .and_then(|c| named_children(c).into_iter().next())
+                .filter(|c| {
+                    c.kind() == "unary_expression" && c.field("operator").is_some_and(|o| syntax::text(frag, o) == "!")
+                })
+                .and_then(|c| c.field("argument"));
+            match (aborts, negated) {
+                (true, Some(c)) => HostStmt::Asserts(c),
+                _ => HostStmt::Other,
+            }
         }
         "expression_statement" => {
             let Some(e) = named_children(stmt).into_iter().next() else {

@@ -38,7 +38,7 @@ impl Default for MemoryOptions {
             shape: Shape::default(),
             timeout_ms: 2_000,
             max_alarms: 32,
-            budget: Duration::from_secs(7),
+            budget: Duration::from_secs(6),
         }
     }
 }

@@ -1437,6 +1437,10 @@ impl<'a> Encoder<'a> {
         let plane = self.product(bx, by, iv[0], iv[1]);
         let threads = self.product(plane, bz, plane_iv, iv[2]);
         out.push(threads.le(int(max)));
+        // Launch facts (over parameters and dimensions: one value for both threads).
+        for f in &self.model.assumptions {
+            out.push(self.enc_bool(f, 0));
+        }
         for d in Dim::ALL {
             let m = self.shape.block_multiple[d as usize];
             if m > 1 {

@@ -63,8 +63,9 @@ struct State {
     vars: Vec<Option<Term>>,
 }
 
-/// Builds the access model of one kernel instantiation.
-pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
+/// Builds the access model of one kernel instantiation; `facts` (over
+/// parameters and launch dimensions) hold for the launch checked.
+pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr]) -> AccessModel {
     let mut exec = Exec {
         kernel,
         model: AccessModel {
@@ -94,6 +95,11 @@ pub fn build(kernel: &Kernel, warp_size: u32) -> AccessModel {
         reach: t.bool(true),
         vars,
     };
+    for f in facts {
+        let t = exec.eval(&mut state, f);
+        let t = exec.terms().cast(ScalarTy::Bool, t);
+        exec.model.assumptions.push(t);
+    }
     exec.block(&mut state, &kernel.body);
     exec.model
 }
