@@ -321,6 +321,59 @@ fn resolve_expr(e: &super::Expr, stmts: &[crate::ir::Stmt], at: usize, depth: u3
     }
 }
 
+/// Host values that facts equate with constants (`switch (k) { case 32: … }`).
+fn known_values(facts: &[super::Value]) -> Vec<(super::Expr, super::Expr)> {
+    use super::{Expr, Value};
+    use crate::ir::BinOp;
+    fn strip(e: &Expr) -> &Expr {
+        match e {
+            Expr::Cast(_, a) => strip(a),
+            _ => e,
+        }
+    }
+    let mut out = Vec::new();
+    for f in facts {
+        let Value::Scalar(Expr::Binary(BinOp::Eq, _, a, b), _) = f else {
+            continue;
+        };
+        for (x, c) in [(a, b), (b, a)] {
+            let (x, c) = (strip(x), strip(c));
+            if matches!(x, Expr::Sym(_) | Expr::Var(_)) && c.is_const() {
+                out.push((x.clone(), c.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `v` with the host values `known` replaced by their constants.
+fn substitute_value(v: &super::Value, known: &[(super::Expr, super::Expr)]) -> super::Value {
+    use super::{Expr, Value};
+    fn go(e: &Expr, known: &[(Expr, Expr)]) -> Expr {
+        use crate::ir::fold;
+        if let Some((_, c)) = known.iter().find(|(x, _)| x == e) {
+            // The constant in the value's own type (folding converts it).
+            return match (fold::type_of(e), c) {
+                (Some(ty), Expr::Int(v, _)) => Expr::int(*v, ty),
+                _ => c.clone(),
+            };
+        }
+        let g = |x: &Expr| go(x, known);
+        match e {
+            Expr::Unary(op, ty, a) => fold::unary(*op, *ty, g(a)),
+            Expr::Binary(op, ty, a, b) => fold::binary(*op, *ty, g(a), g(b)),
+            Expr::Select(c, a, b) => fold::select(g(c), g(a), g(b)),
+            Expr::Cast(ty, a) => fold::cast(*ty, g(a)),
+            other => other.clone(),
+        }
+    }
+    match v {
+        Value::Scalar(e, t) => Value::Scalar(go(e, known), t.clone()),
+        Value::Agg(t, parts) => Value::Agg(t.clone(), parts.iter().map(|p| substitute_value(p, known)).collect()),
+        other => other.clone(),
+    }
+}
+
 const ONE: super::Expr = super::Expr::Int(1, crate::ir::ScalarTy::U32);
 
 /// The constants an extent may be: every leaf of its choices (`c ? 32 : 128`).
@@ -557,7 +610,7 @@ impl Finder {
                         }
                         let asserted =
                             l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
-                        let asserted: Vec<super::Value> = asserted.iter().map(|c| l2.scratch_expr(*c)).collect();
+                        let asserted: Vec<super::Value> = asserted.iter().filter_map(|f| l2.host_fact(*f)).collect();
                         let explicit = match site.args {
                             Some(a) => l2.template_args(a),
                             None => Vec::new(),
@@ -589,6 +642,11 @@ impl Finder {
                             let args: Vec<super::Value> = args.iter().map(|a| resolve_value(a, stmts)).collect();
                             let asserted: Vec<super::Value> =
                                 asserted.iter().map(|a| resolve_value(a, stmts)).collect();
+                            // Host values the host compared equal to constants are those constants.
+                            let known = known_values(&asserted);
+                            let grid = grid.map(|g| substitute_value(&g, &known));
+                            let v = substitute_value(&v, &known);
+                            let args: Vec<super::Value> = args.iter().map(|a| substitute_value(a, &known)).collect();
                             let facts = launch_facts(grid.as_ref(), Some(&v), &args, &asserted);
                             if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
                                 eprintln!("launch: grid {grid:?} block {v:?} args {args:?} -> {facts:?}");
@@ -622,8 +680,16 @@ impl Finder {
                                 let rest: Vec<super::Value> = rest.iter().map(|a| resolve_value(a, stmts)).collect();
                                 let asserted: Vec<super::Value> =
                                     asserted.iter().map(|a| resolve_value(a, stmts)).collect();
-                                let facts = launch_facts(grid, Some(b), &rest, &asserted);
-                                block_shape(b).map(|shapes| with_facts(shapes, facts))
+                                let known = known_values(&asserted);
+                                if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                                    eprintln!("host facts: {asserted:?}; known {known:?}");
+                                }
+                                let grid = grid.map(|g| substitute_value(g, &known));
+                                let b = substitute_value(b, &known);
+                                let rest: Vec<super::Value> =
+                                    rest.iter().map(|a| substitute_value(a, &known)).collect();
+                                let facts = launch_facts(grid.as_ref(), Some(&b), &rest, &asserted);
+                                block_shape(&b).map(|shapes| with_facts(shapes, facts))
                             });
                             if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
                                 eprintln!("wrapper operands: {values:?} -> {block:?}");
@@ -875,18 +941,52 @@ impl<'u> Lowerer<'u> {
     /// that enclose it and that `node` needs (host code choosing template
     /// arguments): only declarations of names the arguments mention, and of
     /// names their initializers mention, are evaluated.
+    /// A host fact as a boolean value.
+    fn host_fact(&mut self, f: HostFact<'u>) -> Option<super::Value> {
+        use super::{Expr, Type, Value};
+        use crate::ir::{BinOp, ScalarTy, UnOp};
+        let truth = |v: Value| -> Option<Expr> {
+            match v {
+                Value::Scalar(e, Type::Bool) => Some(e),
+                Value::Scalar(e, t) if t.scalar().is_int() => {
+                    let ty = t.scalar();
+                    Some(Expr::Binary(BinOp::Ne, ty, Box::new(e), Box::new(Expr::int(0, ty))))
+                }
+                _ => None,
+            }
+        };
+        let e = match f {
+            HostFact::Holds(c) => truth(self.scratch_expr(c))?,
+            HostFact::Fails(c) => Expr::Unary(UnOp::Not, ScalarTy::Bool, Box::new(truth(self.scratch_expr(c))?)),
+            HostFact::Equals(a, b) => {
+                let int = |v: Value| match v {
+                    Value::Scalar(e, t) if t.scalar().is_int() => Some(Expr::Cast(ScalarTy::I64, Box::new(e))),
+                    _ => None,
+                };
+                let (a, b) = (int(self.scratch_expr(a))?, int(self.scratch_expr(b))?);
+                Expr::Binary(BinOp::Eq, ScalarTy::I64, Box::new(a), Box::new(b))
+            }
+        };
+        Some(Value::Scalar(e, Type::Bool))
+    }
+
     /// Binds the host variables a launch reads to the values the statements
     /// before it give them: declarations (`const` or not) and plain
     /// assignments in the blocks around the use, in order. A variable that
     /// some other statement in between may write (inside an `if`, a loop,
     /// through `&v`) stays unknown. Host calls are assumed not to write their
     /// by-reference arguments.
-    fn bind_preceding_constants(&mut self, node: Node<'u>) -> Vec<Node<'u>> {
+    fn bind_preceding_constants(&mut self, node: Node<'u>) -> Vec<HostFact<'u>> {
         let frag = self.frag();
-        // Statements before the use, in program order (outer blocks first).
+        // Statements before the use, in program order (outer blocks first),
+        // and the branches the use is in.
         let mut levels: Vec<Vec<Node<'u>>> = Vec::new();
+        let mut guards: Vec<(HostFact<'u>, usize)> = Vec::new();
         let mut n = node;
         while let Some(p) = n.parent() {
+            if let Some(g) = guard_of(frag, p, n) {
+                guards.push(g);
+            }
             if p.kind() == "compound_statement" {
                 levels.push(
                     named_children(p)
@@ -902,6 +1002,12 @@ impl<'u> Lowerer<'u> {
         }
         let before: Vec<Node<'u>> = levels.into_iter().rev().flatten().collect();
         let mut needed = identifiers(frag, node);
+        for (g, _) in &guards {
+            for c in g.nodes() {
+                needed.extend(identifiers(frag, c));
+            }
+        }
+        let mut write_log: Vec<(usize, Vec<String>)> = Vec::new();
         let mut chosen = Vec::new();
         // Names some statement between the current one and the use writes.
         let mut touched: std::collections::HashSet<String> = Default::default();
@@ -921,7 +1027,7 @@ impl<'u> Lowerer<'u> {
                     let names = identifiers(frag, cond);
                     if names.is_disjoint(&touched) {
                         needed.extend(names);
-                        asserted.push(cond);
+                        asserted.push(HostFact::Holds(cond));
                     }
                 }
                 HostStmt::Declares(names) => {
@@ -947,7 +1053,21 @@ impl<'u> Lowerer<'u> {
                     }
                 }
             }
+            write_log.push((stmt.start_byte(), writes.clone()));
             touched.extend(writes);
+        }
+        // A branch condition holds at the use if nothing after it writes
+        // what it reads.
+        for (g, at) in guards {
+            let reads: std::collections::HashSet<String> =
+                g.nodes().iter().flat_map(|c| identifiers(frag, *c)).collect();
+            let written_after = write_log
+                .iter()
+                .filter(|(start, _)| *start > at)
+                .any(|(_, w)| w.iter().any(|x| reads.contains(x)));
+            if !written_after {
+                asserted.push(g);
+            }
         }
         for stmt in chosen.into_iter().rev() {
             if stmt.kind() == "declaration" {
@@ -961,6 +1081,82 @@ impl<'u> Lowerer<'u> {
 }
 
 /// The identifiers under a node.
+/// A condition the host has established where it launches.
+#[derive(Clone, Copy)]
+pub(super) enum HostFact<'t> {
+    /// The expression is true (an aborting check passed, a `then` branch).
+    Holds(Node<'t>),
+    /// The expression is false (an `else` branch).
+    Fails(Node<'t>),
+    /// The two expressions are equal (a `switch` case).
+    Equals(Node<'t>, Node<'t>),
+}
+
+impl<'t> HostFact<'t> {
+    fn nodes(&self) -> Vec<Node<'t>> {
+        match *self {
+            HostFact::Holds(c) | HostFact::Fails(c) => vec![c],
+            HostFact::Equals(a, b) => vec![a, b],
+        }
+    }
+}
+
+/// The condition of the branch of `p` that holds its child `n` (an `if`'s
+/// arm; a `switch` case that nothing falls into), and where it is evaluated.
+fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'t>, usize)> {
+    let expr_of = |c: Node<'t>| -> Option<Node<'t>> {
+        if c.kind() == "condition_clause" {
+            c.field("value").or_else(|| named_children(c).into_iter().last())
+        } else {
+            Some(c)
+        }
+    };
+    match p.kind() {
+        "if_statement" => {
+            let cond = expr_of(p.field("condition")?)?;
+            let at = cond.end_byte();
+            if p.field("consequence").is_some_and(|c| c.id() == n.id()) {
+                Some((HostFact::Holds(cond), at))
+            } else if p.field("alternative").is_some_and(|c| c.id() == n.id()) {
+                Some((HostFact::Fails(cond), at))
+            } else {
+                None
+            }
+        }
+        "case_statement" => {
+            let value = p.field("value")?;
+            if value.id() == n.id() {
+                return None;
+            }
+            // Falling in from the case before would bring other values.
+            let mut prev = p.prev_named_sibling();
+            while let Some(q) = prev.filter(|q| q.kind() == "comment") {
+                prev = q.prev_named_sibling();
+            }
+            if let Some(q) = prev.filter(|q| q.kind() == "case_statement") {
+                if !jumps_away(q) {
+                    return None;
+                }
+            }
+            let switch = p.parent()?.parent().filter(|s| s.kind() == "switch_statement")?;
+            let cond = expr_of(switch.field("condition")?)?;
+            let _ = frag;
+            Some((HostFact::Equals(cond, value), cond.end_byte()))
+        }
+        _ => None,
+    }
+}
+
+/// The code ends with a `break`, `return` or `continue` (in a block, too):
+/// nothing falls through past it.
+fn jumps_away(n: Node) -> bool {
+    match named_children(n).into_iter().rev().find(|c| c.kind() != "comment") {
+        Some(l) if matches!(l.kind(), "break_statement" | "return_statement" | "continue_statement") => true,
+        Some(l) if l.kind() == "compound_statement" => jumps_away(l),
+        _ => false,
+    }
+}
+
 /// What a host statement before a launch does to the variables it reads.
 enum HostStmt<'t> {
     /// Declares these names.
