@@ -576,8 +576,21 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             mopts.shape.block_dim = exact.then(|| shape.map(|d| d.unwrap_or(1)));
             mopts.shape.block_known = shape;
             mopts.shape.block_multiple = multiple;
-            // The launch's facts hold for every thread: part of the model.
-            let model = crate::passes::accesses::build(k, options.lower.warp_size, &facts);
+            // The launch's facts hold for every thread: part of the model,
+            // unless they contradict each other (every obligation would
+            // then hold vacuously).
+            let mut model = crate::passes::accesses::build(k, options.lower.warp_size, &facts);
+            if !facts.is_empty()
+                && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), options.timeout_ms.max(1))
+                    .launch_consistent()
+            {
+                model = crate::passes::accesses::build(k, options.lower.warp_size, &[]);
+                let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
+                    .to_string();
+                if !assumptions.contains(&a) {
+                    assumptions.push(a);
+                }
+            }
             jobs.push((k, model, mopts));
         }
     }

@@ -52,3 +52,68 @@ fn a_missing_file_fails_the_command() {
     assert_eq!(code, 2);
     assert!(stderr.contains("no_such_file.cu"), "{stderr}");
 }
+
+#[test]
+fn a_kernel_that_passes_both_conditions_exits_zero() {
+    let (code, stdout, _) = warpdrf(&[
+        "check",
+        "--block-dim",
+        "256",
+        "fixtures/memory/tree_reduction_synced.cu",
+    ]);
+    assert!(stdout.contains("participation=pass"), "{stdout}");
+    assert_eq!(code, 0, "{stdout}");
+}
+
+/// The JSON witness of a partial warp names the lane that does not exist,
+/// and the launch names where its shape came from.
+#[test]
+fn a_partial_warp_witness_names_a_missing_lane() {
+    let (code, stdout, _) = warpdrf(&["check", "--format", "json", "fixtures/participation/launch_site_48.cu"]);
+    assert_eq!(code, 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let k = &v["kernels"][0];
+    assert_eq!(k["participation"], "alarm");
+    assert_eq!(k["launch"]["source"], "launch_site");
+    assert_eq!(k["launch"]["block_dim"], serde_json::json!([48, 1, 1]));
+    let alarm = k["alarms"]
+        .as_array()
+        .expect("alarms")
+        .iter()
+        .find(|a| a["kind"] == "participation/partial-warp")
+        .expect("a partial-warp alarm");
+    let threads = alarm["witness"]["threads"].as_array().expect("threads");
+    assert_eq!(threads[0]["exists"], true);
+    assert_eq!(threads[1]["exists"], false);
+    assert_eq!(threads[0]["warp"], threads[1]["warp"]);
+    assert!(threads[1]["lane"].as_u64().expect("lane") >= 16);
+}
+
+/// A divergent shuffle's witness: two lanes of one warp, one on each side.
+#[test]
+fn a_divergent_shuffle_names_two_lanes_of_one_warp() {
+    let (code, stdout, _) = warpdrf(&[
+        "check",
+        "--format",
+        "json",
+        "--block-dim",
+        "128",
+        "fixtures/participation/threshold_48.cu",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let alarm = &v["kernels"][0]["alarms"][0];
+    assert_eq!(alarm["kind"], "participation/divergent-primitive");
+    let t = alarm["witness"]["threads"].as_array().expect("threads");
+    assert_eq!(t[0]["warp"], 1);
+    assert_eq!(t[1]["warp"], 1);
+    let (a, b) = (t[0]["thread"][0].as_u64().unwrap(), t[1]["thread"][0].as_u64().unwrap());
+    assert!(a < 48 && b >= 48, "{a} executes, {b} does not");
+}
+
+#[test]
+fn unimplemented_configurations_are_refused() {
+    let (code, _, stderr) = warpdrf(&["check", "--config", "smr", "fixtures/participation/shuffle_uniform.cu"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("smr"), "{stderr}");
+}

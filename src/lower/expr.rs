@@ -350,17 +350,32 @@ impl<'u> Lowerer<'u> {
                     _ => fold::binary(BinOp::Ne, st, e, Expr::int(0, st)),
                 }
             }
+            // On the host (launch facts) pointers are not tracked: whether
+            // one is null is unknown.
+            Value::Ptr(_) if self.host_mode => self.unknown_condition(node),
             Value::Ptr(p) => self.nonnull(&p),
-            Value::Unknown(_) => {
-                let op = self.op("unknown condition");
-                Expr::Opaque(op, ScalarTy::Bool, vec![])
-            }
+            // A value not modelled is a per-thread unknown (an opaque
+            // constant would make every thread agree on it).
+            Value::Unknown(_) => self.unknown_condition(node),
             _ => {
                 self.unknown(node, "condition of a non-scalar type");
-                let op = self.op("unknown condition");
-                Expr::Opaque(op, ScalarTy::Bool, vec![])
+                self.unknown_condition(node)
             }
         }
+    }
+
+    /// A condition nothing is known about: a fresh per-thread value.
+    fn unknown_condition(&mut self, node: Node<'u>) -> Expr {
+        let span = self.span(node);
+        let var = self.new_var("condition", ScalarTy::Bool, span);
+        self.emit(
+            StmtKind::Havoc {
+                var,
+                reason: "a condition on a value not modelled".into(),
+            },
+            span,
+        );
+        Expr::Var(var)
     }
 
     /// Whether a pointer is not null: known for objects we made, opaque for parameters.

@@ -237,9 +237,11 @@ fn launch_facts(
         }
     }
     // Checks the host made before launching, about values it passes.
+    // A constant check says nothing about the arguments; a constant false
+    // one would make the launch dead, which host evaluation must not decide.
     for a in asserted {
         if let Value::Scalar(e, _) = a {
-            if let Some(f) = in_arguments(e, &args) {
+            if let Some(f) = in_arguments(e, &args).filter(|f| !f.is_const()) {
                 out.push(f);
             }
         }
@@ -610,7 +612,17 @@ impl Finder {
                         }
                         let asserted =
                             l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
-                        let asserted: Vec<super::Value> = asserted.iter().filter_map(|f| l2.host_fact(*f)).collect();
+                        let asserted: Vec<super::Value> = asserted
+                            .iter()
+                            .filter_map(|f| {
+                                let v = l2.host_fact(*f);
+                                if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                                    let text: Vec<&str> = f.nodes().iter().map(|n| syntax::text(frag, *n)).collect();
+                                    eprintln!("host fact {text:?} = {v:?}");
+                                }
+                                v
+                            })
+                            .collect();
                         let explicit = match site.args {
                             Some(a) => l2.template_args(a),
                             None => Vec::new(),

@@ -1620,6 +1620,21 @@ impl<'a> Encoder<'a> {
         (Bool::and(&[pc0, pc1, u]), side)
     }
 
+    /// Whether some launch satisfies the shape and the launch facts: facts
+    /// that contradict each other would make every obligation vacuous.
+    pub fn launch_consistent(&mut self) -> bool {
+        self.begin();
+        let mut facts = self.shape_facts();
+        facts.extend(self.product_lemmas());
+        facts.append(&mut self.defs.clone());
+        let solver = self.new_solver();
+        for f in &facts {
+            solver.assert(f);
+        }
+        // Products stay abstract here (an over-approximation): unsat is sure.
+        solver.check() != SatResult::Unsat
+    }
+
     /// Decides whether records `i` and `j` conflict.
     /// Decides one pair: first with hard operations abstracted (most
     /// race-freedom proofs need only that both threads compute a stride
