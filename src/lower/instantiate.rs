@@ -605,6 +605,8 @@ impl Finder {
                     };
                     let mut block = None;
                     let mut launched = block_operand.is_some();
+                    // The syntax that gives the block shape.
+                    let mut block_node: Option<Node<'u>> = block_operand;
                     let tuple = l.in_ctx(ctx, |l2| {
                         l2.blocks.push(Vec::new());
                         if let Some(f) = enclosing {
@@ -677,7 +679,9 @@ impl Finder {
                             let mut values: Vec<super::Value> = args.iter().map(|a| l2.scratch_expr(*a)).collect();
                             // A configuration object built in memory (a class
                             // with a constructor): its initializer's operands.
+                            block_node = args.get(1).copied();
                             if let Some(parts) = args.first().and_then(|a| initializer_operands(frag, *a)) {
+                                block_node = parts.get(1).copied();
                                 let parts: Vec<super::Value> = parts.iter().map(|p| l2.scratch_expr(*p)).collect();
                                 values = vec![super::Value::Agg(super::Type::Void, parts)];
                             }
@@ -711,6 +715,24 @@ impl Finder {
                         l2.blocks.pop();
                         tuple
                     });
+                    // A shape the launching function receives as a parameter:
+                    // the shapes its callers pass.
+                    let undetermined = block
+                        .as_ref()
+                        .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
+                    if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
+                        let position = (node.kind() == "identifier")
+                            .then(|| {
+                                let name = syntax::text(frag, node);
+                                kernel_param_names(l.index, f).iter().position(|p| p == name)
+                            })
+                            .flatten();
+                        if let Some(at) = position {
+                            if let Some(shapes) = self.caller_blocks(l, f, at, depth) {
+                                block = Some(shapes);
+                            }
+                        }
+                    }
                     if launched {
                         self.launches.push((tuple.clone(), block));
                     }
@@ -757,6 +779,76 @@ impl Finder {
             }
         }
         out
+    }
+
+    /// The block shapes the callers of host function `f` pass as its
+    /// parameter at `position` (a `dim3`), each evaluated where it is
+    /// called; `None` when a caller's is not a shape or there is no caller.
+    fn caller_blocks<'u>(
+        &mut self,
+        l: &mut Lowerer<'u>,
+        f: DeclId,
+        position: usize,
+        depth: u32,
+    ) -> Option<Vec<LaunchShape>> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        let name = l.index.decl(f).name.clone();
+        let mut out: Vec<LaunchShape> = Vec::new();
+        for frag in l.unit.fragments.iter() {
+            if !frag.text.contains(name.as_str()) {
+                continue;
+            }
+            let frag: &'u Fragment = frag;
+            let root = syntax::tree(frag).root_node();
+            for site in uses(frag, root, &name) {
+                let Some(call) = site.call else { continue };
+                let arg = call
+                    .field("arguments")
+                    .and_then(|a| named_children(a).get(position).copied())?;
+                let (enclosing, scope) = self.enclosing(l, call);
+                let mut envs = match enclosing {
+                    Some(g) if l.index.decl(g).template.is_some() && g != f => self.envs_of(l, g, depth + 1),
+                    _ => vec![TemplateEnv::new()],
+                };
+                if envs.is_empty() {
+                    envs.push(TemplateEnv::new());
+                }
+                for env in envs {
+                    let ctx = Ctx {
+                        frag,
+                        scope,
+                        tenv: Rc::new(env),
+                        class: None,
+                    };
+                    let shapes = l.in_ctx(ctx, |l2| {
+                        l2.blocks.push(Vec::new());
+                        if let Some(g) = enclosing {
+                            l2.bind_host_params(g);
+                        }
+                        let facts = l2.bind_preceding_constants(call);
+                        let facts: Vec<super::Value> = facts.iter().filter_map(|x| l2.host_fact(*x)).collect();
+                        let v = l2.scratch_expr(arg);
+                        let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                        let facts: Vec<super::Value> = facts.iter().map(|x| resolve_value(x, stmts)).collect();
+                        let v = substitute_value(&resolve_value(&v, stmts), &known_values(&facts));
+                        l2.blocks.pop();
+                        // Only a `dim3` (or an integer) is a shape.
+                        match &v {
+                            super::Value::Agg(super::Type::Vector(_), _) | super::Value::Scalar(..) => block_shape(&v),
+                            _ => None,
+                        }
+                    })?;
+                    for s in shapes {
+                        if !out.contains(&s) {
+                            out.push(s);
+                        }
+                    }
+                }
+            }
+        }
+        Some(out).filter(|o| !o.is_empty())
     }
 
     /// The template environments a host function template is instantiated with.
