@@ -93,6 +93,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     l.host_mode = true;
     let mut finder = Finder {
         params: kernel_param_names(index, kernel),
+        caller_shapes: HashMap::new(),
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
         kernel,
@@ -548,6 +549,9 @@ fn is_concrete(a: &TArg) -> bool {
 struct Finder {
     /// The kernel's parameter names, in declaration order.
     params: Vec<String>,
+    /// Shapes the callers of a host function pass as a parameter, by
+    /// (function, parameter position).
+    caller_shapes: HashMap<(DeclId, usize), Option<Vec<LaunchShape>>>,
     /// Instantiation environments of host function templates, by declaration.
     envs: HashMap<DeclId, Vec<TemplateEnv>>,
     function_nodes: HashMap<usize, DeclId>,
@@ -794,6 +798,23 @@ impl Finder {
         if depth >= MAX_DEPTH {
             return None;
         }
+        // The same for every launch in `f`: computed once.
+        if let Some(known) = self.caller_shapes.get(&(f, position)) {
+            return known.clone();
+        }
+        self.caller_shapes.insert((f, position), None);
+        let found = self.caller_blocks_uncached(l, f, position, depth);
+        self.caller_shapes.insert((f, position), found.clone());
+        found
+    }
+
+    fn caller_blocks_uncached<'u>(
+        &mut self,
+        l: &mut Lowerer<'u>,
+        f: DeclId,
+        position: usize,
+        depth: u32,
+    ) -> Option<Vec<LaunchShape>> {
         let name = l.index.decl(f).name.clone();
         let mut out: Vec<LaunchShape> = Vec::new();
         for frag in l.unit.fragments.iter() {
