@@ -1708,6 +1708,15 @@ impl<'a> Encoder<'a> {
         }
     }
 
+    /// A block extent the shape fixes (a model need not mention it).
+    fn known_extent(&self, d: Dim) -> Option<u64> {
+        let i = d as usize;
+        match self.shape.block_dim {
+            Some(b) => Some(b[i].max(1) as u64),
+            None => self.shape.block_known[i].map(|v| v.max(1) as u64),
+        }
+    }
+
     fn value(&self, m: &z3::Model, d: &Dynamic) -> i128 {
         if let Some(b) = d.as_bool() {
             return m.eval(&b, true).and_then(|v| v.as_bool()).unwrap_or(false) as i128;
@@ -1721,7 +1730,10 @@ impl<'a> Encoder<'a> {
             let v = this.builtin(b, inst);
             Self::model_int(m, &v).unwrap_or(0).max(0) as u64
         };
-        let block_dim = Dim::ALL.map(|d| get(self, Builtin::BlockDim(d), 0));
+        let block_dim = Dim::ALL.map(|d| {
+            self.known_extent(d)
+                .unwrap_or_else(|| get(self, Builtin::BlockDim(d), 0))
+        });
         let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d), 0));
         let mut threads = Vec::new();
         for (inst, r) in [(0usize, a), (1usize, b)] {

@@ -233,7 +233,10 @@ impl Encoder<'_> {
             let v = this.builtin(b, inst);
             Self::model_int(m, &v).unwrap_or(0).max(0) as u64
         };
-        let block_dim = Dim::ALL.map(|d| get(self, Builtin::BlockDim(d), 0));
+        let block_dim = Dim::ALL.map(|d| {
+            self.known_extent(d)
+                .unwrap_or_else(|| get(self, Builtin::BlockDim(d), 0))
+        });
         let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d), 0));
         let iterations = |this: &mut Self, inst: usize| -> Vec<_> {
             parts
