@@ -23,6 +23,15 @@ pub enum Command {
     Check(CheckArgs),
     /// Show one stage of the pipeline for one kernel.
     Explain(ExplainArgs),
+    /// Explain a check code (what, why, an example, how to fix); without a
+    /// code, list them all.
+    Rule(RuleArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RuleArgs {
+    /// A code such as `memory/shared-race`.
+    pub code: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,10 +72,16 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         serde_json::to_string_pretty(&v).expect("JSON values serialize")
                     ));
                 }
+                cli::Format::Short => {
+                    for r in &results {
+                        out(&report::short::kernel(&db, r));
+                    }
+                }
                 other => {
                     if other != cli::Format::Human {
                         return Err(
-                            format!("--format {other:?} is not implemented yet; use human or json").to_lowercase()
+                            format!("--format {other:?} is not implemented yet; use human, short or json")
+                                .to_lowercase(),
                         );
                     }
                     if results.is_empty() {
@@ -91,6 +97,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 .all(|r| r.memory == Verdict::Pass && r.participation == Verdict::Pass);
             Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
+        Command::Rule(args) => match args.code.as_deref() {
+            None => {
+                out(&report::rules::list());
+                Ok(ExitCode::SUCCESS)
+            }
+            Some(code) => match report::rules::find(code) {
+                Some(rule) => {
+                    out(&report::rules::describe(rule));
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => Err(format!("no check has the code `{code}` (`warpdrf rule` lists them)")),
+            },
+        },
         Command::Explain(args) => {
             let opts = cli::options(&args.common)?;
             let mut db = SourceDb::new();

@@ -107,6 +107,20 @@ pub struct Witness {
     pub notes: Vec<String>,
 }
 
+/// The stable codes of the kinds of alarm (`warpdrf rule CODE` documents
+/// each; `report::rules`).
+pub mod codes {
+    pub const SHARED_RACE: &str = "memory/shared-race";
+    pub const GLOBAL_RACE: &str = "memory/global-race";
+    pub const INTER_BLOCK_RACE: &str = "memory/inter-block-race";
+    pub const DIVERGENT_PRIMITIVE: &str = "participation/divergent-primitive";
+    pub const DIVERGENT_BARRIER: &str = "participation/divergent-barrier";
+    pub const PARTIAL_MASK: &str = "participation/partial-mask";
+    pub const PARTIAL_WARP: &str = "participation/partial-warp";
+    pub const DIVERGENT_LOOP: &str = "participation/divergent-loop";
+    pub const EARLY_EXIT: &str = "participation/early-exit";
+}
+
 /// A failed obligation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Alarm {

@@ -117,3 +117,39 @@ fn unimplemented_configurations_are_refused() {
     assert_eq!(code, 2);
     assert!(stderr.contains("smr"), "{stderr}");
 }
+
+#[test]
+fn every_rule_is_listed_and_explained() {
+    let (code, list, _) = warpdrf(&["rule"]);
+    assert_eq!(code, 0);
+    for rule in warpdrf::report::rules::RULES {
+        assert!(list.contains(rule.code), "{list}");
+        let (code, doc, _) = warpdrf(&["rule", rule.code]);
+        assert_eq!(code, 0);
+        assert!(doc.contains("How to fix:"), "{doc}");
+    }
+    let (code, _, stderr) = warpdrf(&["rule", "memory/no-such-check"]);
+    assert_eq!(code, 2);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+/// `--format short`: `file:line:col: warning[code]: …`, one line per alarm.
+#[test]
+fn short_format_is_one_line_per_alarm() {
+    let (code, stdout, _) = warpdrf(&[
+        "check",
+        "--format",
+        "short",
+        "--block-dim",
+        "128",
+        "fixtures/participation/threshold_48.cu",
+    ]);
+    assert_eq!(code, 1);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let line = lines[0];
+    assert!(
+        line.starts_with("fixtures/participation/threshold_48.cu:9:13: warning[participation/divergent-primitive]: "),
+        "{line}"
+    );
+}

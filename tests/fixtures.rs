@@ -290,9 +290,13 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 }
             }
         }
-        // Every alarm carries a witness naming two distinct threads.
+        // Every alarm has a documented code and carries a witness naming
+        // two distinct threads.
         for r in &results {
             for a in &r.alarms {
+                if warpdrf::report::rules::find(&a.kind).is_none() {
+                    problems.push(format!("{}: alarm kind `{}` has no rule", r.kernel, a.kind));
+                }
                 match &a.witness {
                     None => problems.push(format!("{}: alarm `{}` has no witness", r.kernel, a.message)),
                     Some(w) => {

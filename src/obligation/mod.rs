@@ -18,7 +18,7 @@ use crate::ir::access::{AccessModel, Origin};
 use crate::ir::term::{Term, TermKind};
 use crate::ir::{AccessKind, AtomicOp, BinOp, Builtin, Kernel, ObjectKind, Space};
 use crate::source::Span;
-use crate::verdict::{Alarm, Condition, UnknownItem, Verdict};
+use crate::verdict::{codes, Alarm, Condition, UnknownItem, Verdict};
 
 pub use smt::Shape;
 
@@ -163,9 +163,9 @@ fn collect_leaves(t: &Term, out: &mut HashMap<u32, Term>) {
 
 fn race_kind(space: Space, cross_block: bool) -> &'static str {
     match (space, cross_block) {
-        (Space::Shared, _) => "memory/shared-race",
-        (_, true) => "memory/inter-block-race",
-        _ => "memory/global-race",
+        (Space::Shared, _) => codes::SHARED_RACE,
+        (_, true) => codes::INTER_BLOCK_RACE,
+        _ => codes::GLOBAL_RACE,
     }
 }
 

@@ -22,7 +22,7 @@ use super::{MemoryOptions, Stats};
 use crate::ir::access::{AccessModel, Group};
 use crate::ir::Kernel;
 use crate::source::Span;
-use crate::verdict::{Alarm, Condition, UnknownItem, Verdict, Witness};
+use crate::verdict::{codes, Alarm, Condition, UnknownItem, Verdict, Witness};
 
 pub struct ParticipationResult {
     pub verdict: Verdict,
@@ -151,12 +151,12 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
             }
         };
         let kind = match goal {
-            Goal::Diverges(_) if matches!(group, Group::Lanes(_)) => "participation/divergent-primitive",
-            Goal::Diverges(_) => "participation/divergent-barrier",
-            Goal::Mask(_) => "participation/partial-mask",
-            Goal::Partial(_) => "participation/partial-warp",
-            Goal::LoopExit { escape: false, .. } => "participation/divergent-loop",
-            Goal::LoopExit { escape: true, .. } => "participation/early-exit",
+            Goal::Diverges(_) if matches!(group, Group::Lanes(_)) => codes::DIVERGENT_PRIMITIVE,
+            Goal::Diverges(_) => codes::DIVERGENT_BARRIER,
+            Goal::Mask(_) => codes::PARTIAL_MASK,
+            Goal::Partial(_) => codes::PARTIAL_WARP,
+            Goal::LoopExit { escape: false, .. } => codes::DIVERGENT_LOOP,
+            Goal::LoopExit { escape: true, .. } => codes::EARLY_EXIT,
         };
         // A partial warp is the launch shape's fault: one alarm says it.
         let shape_reported = matches!(goal, Goal::Partial(_)) && alarms.iter().any(|a| a.kind == kind);

@@ -3,6 +3,8 @@
 pub mod diagnostic;
 pub mod human;
 pub mod json;
+pub mod rules;
+pub mod short;
 
 use crate::driver::{KernelEntry, Status};
 use crate::source::SourceDb;
