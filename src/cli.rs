@@ -193,6 +193,11 @@ pub fn options(common: &Common) -> Result<crate::driver::Options, String> {
         block_dim: common.block_dim,
         grid_dim: common.grid_dim,
         timeout_ms: common.timeout_ms,
+        jobs: match common.jobs {
+            Some(0) => return Err("--jobs must be at least 1".into()),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
     })
 }
 

@@ -25,6 +25,8 @@ pub struct Options {
     pub grid_dim: Option<[u32; 3]>,
     /// Time limit of one solver call.
     pub timeout_ms: u64,
+    /// Kernels checked at once (0 counts as 1).
+    pub jobs: usize,
 }
 
 /// How completely a kernel lowered.
@@ -407,9 +409,46 @@ pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 
 /// Verdicts for every kernel: both conditions are decided per lowered
 /// instantiation and launch shape (an alarm in any is the kernel's alarm).
+///
+/// Each kernel is checked on a thread of its own, so it gets a fresh Z3
+/// context (Z3's search, and so a witness, depends on what its context saw
+/// before); `options.jobs` kernels at a time. Results come back in the
+/// entries' order: the output does not depend on the number of jobs.
 pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<KernelResult> {
     let _ = db;
-    entries.iter().map(|e| check_entry(e, options)).collect()
+    let jobs = options.jobs.clamp(1, entries.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<KernelResult>> = (0..entries.len()).map(|_| None).collect();
+    let slots = std::sync::Mutex::new(&mut results);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            spawn_big(scope, || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(e) = entries.get(i) else { break };
+                let r = std::thread::scope(|inner| spawn_big(inner, || check_entry(e, options)).join());
+                match r {
+                    Ok(r) => slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every kernel was checked"))
+        .collect()
+}
+
+/// A scoped thread with the analysis thread's stack (the passes recurse
+/// over statements).
+fn spawn_big<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn_scoped(scope, f)
+        .expect("spawning a checking thread")
 }
 
 /// The memory obligations of one instantiation: counts, solver time, verdict.

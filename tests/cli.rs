@@ -153,3 +153,29 @@ fn short_format_is_one_line_per_alarm() {
         "{line}"
     );
 }
+
+/// Kernels checked in parallel give the same report as one at a time
+/// (each kernel gets a fresh solver context; only timings differ).
+#[test]
+fn jobs_do_not_change_the_report() {
+    let run = |jobs: &str| {
+        let (_, stdout, _) = warpdrf(&[
+            "check",
+            "--format",
+            "json",
+            "--jobs",
+            jobs,
+            "--block-dim",
+            "128",
+            "fixtures/participation",
+        ]);
+        let mut v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        for k in v["kernels"].as_array_mut().expect("kernels") {
+            k.as_object_mut().expect("kernel").remove("time_ms");
+        }
+        v
+    };
+    let one = run("1");
+    assert!(one["kernels"].as_array().expect("kernels").len() > 30);
+    assert_eq!(one, run("4"));
+}
