@@ -90,6 +90,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     for r in &results {
                         out(&report::human::kernel(&db, r));
                     }
+                    if !results.is_empty() {
+                        out(&report::human::summary(&results));
+                    }
                 }
             }
             let all_pass = results

@@ -179,3 +179,19 @@ fn jobs_do_not_change_the_report() {
     assert!(one["kernels"].as_array().expect("kernels").len() > 30);
     assert_eq!(one, run("4"));
 }
+
+#[test]
+fn the_human_report_ends_with_a_summary_line() {
+    let (_, stdout, _) = warpdrf(&[
+        "check",
+        "--block-dim",
+        "128",
+        "fixtures/participation/threshold_48.cu",
+        "fixtures/participation/threshold_64.cu",
+    ]);
+    let last = stdout.lines().last().expect("output");
+    assert_eq!(
+        last,
+        "2 kernels checked: 1 pass both conditions; memory: 0 alarm, 0 unknown; participation: 1 alarm, 0 unknown"
+    );
+}

@@ -84,3 +84,18 @@ pub fn kernel(db: &SourceDb, r: &KernelResult) -> String {
     }
     out
 }
+
+/// The last line: kernels checked, how many satisfy WarpDRF, and per
+/// condition how many alarm and how many stay unknown.
+pub fn summary(results: &[KernelResult]) -> String {
+    let count = |f: &dyn Fn(&KernelResult) -> bool| results.iter().filter(|r| f(r)).count();
+    format!(
+        "{} kernels checked: {} pass both conditions; memory: {} alarm, {} unknown; participation: {} alarm, {} unknown\n",
+        results.len(),
+        count(&|r| r.warpdrf()),
+        count(&|r| r.memory == Verdict::Alarm),
+        count(&|r| r.memory == Verdict::Unknown),
+        count(&|r| r.participation == Verdict::Alarm),
+        count(&|r| r.participation == Verdict::Unknown),
+    )
+}
