@@ -1137,13 +1137,40 @@ impl<'u> Lowerer<'u> {
         // Names some statement between the current one and the use writes.
         let mut touched: std::collections::HashSet<String> = Default::default();
         let mut asserted = Vec::new();
+        // Variables some statement on the way writes other than by a plain
+        // declaration or assignment: never bound.
+        let mut poisoned: std::collections::HashSet<String> = Default::default();
         for &stmt in before.iter().rev() {
             let kind = host_statement(frag, stmt);
-            let writes: Vec<String> = match &kind {
+            // Writes other than the statement's own target (`int a = f(&b);`
+            // writes `b`): such a variable is unknown from here back.
+            let side: Vec<String> = {
+                let own: Vec<String> = match &kind {
+                    HostStmt::Declares(names) => names.clone(),
+                    HostStmt::Assigns(name, _) => vec![name.clone()],
+                    _ => Vec::new(),
+                };
+                let mut all = written(frag, stmt);
+                all.retain(|w| !own.contains(w) || matches!(kind, HostStmt::Other));
+                all
+            };
+            for w in &side {
+                needed.remove(w);
+                poisoned.insert(w.clone());
+            }
+            let mut writes: Vec<String> = match &kind {
                 HostStmt::Declares(names) => names.clone(),
                 HostStmt::Assigns(name, _) => vec![name.clone()],
-                HostStmt::Asserts(_) => Vec::new(),
-                HostStmt::Other => written(frag, stmt),
+                HostStmt::Asserts(_) | HostStmt::Other => Vec::new(),
+            };
+            writes.extend(side.iter().cloned());
+            let kind = match kind {
+                // A check that writes is not a plain check.
+                HostStmt::Asserts(_) if !side.is_empty() => HostStmt::Other,
+                // Nothing earlier binds a variable written on the way.
+                HostStmt::Declares(names) if names.iter().any(|n| poisoned.contains(n)) => HostStmt::Other,
+                HostStmt::Assigns(name, _) if poisoned.contains(&name) => HostStmt::Other,
+                k => k,
             };
             match kind {
                 HostStmt::Asserts(cond) => {
@@ -1171,12 +1198,7 @@ impl<'u> Lowerer<'u> {
                         chosen.push(stmt);
                     }
                 }
-                HostStmt::Other => {
-                    // A variable written here is not known from before.
-                    for w in &writes {
-                        needed.remove(w);
-                    }
-                }
+                HostStmt::Other => {}
             }
             write_log.push((stmt.start_byte(), writes.clone()));
             touched.extend(writes);
