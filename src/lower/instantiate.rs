@@ -516,7 +516,12 @@ fn kernel_param_names(index: &Index, kernel: DeclId) -> Vec<String> {
     let Some(params) = decl.field("parameters") else {
         return Vec::new();
     };
-    named_children(params)
+    let params = named_children(params);
+    // After a parameter pack the positions of operands and parameters part.
+    if params.iter().any(|p| p.kind() == "variadic_parameter_declaration") {
+        return Vec::new();
+    }
+    params
         .into_iter()
         .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"))
         .map(|p| {
@@ -692,10 +697,17 @@ impl Finder {
                             let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
                             let values: Vec<super::Value> = values.iter().map(|v| resolve_value(v, stmts)).collect();
                             block = wrapper_config(&values).and_then(|(grid, b, used)| {
-                                let rest: Vec<super::Value> = operands[used.min(operands.len())..]
-                                    .iter()
-                                    .map(|a| l2.scratch_expr(*a))
-                                    .collect();
+                                // The kernel's arguments follow a configuration
+                                // aggregate; after `(grid, block)` they come
+                                // packed (`void **args`), so none are related.
+                                let rest: Vec<super::Value> = if used == 1 {
+                                    operands[used.min(operands.len())..]
+                                        .iter()
+                                        .map(|a| l2.scratch_expr(*a))
+                                        .collect()
+                                } else {
+                                    Vec::new()
+                                };
                                 let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
                                 let rest: Vec<super::Value> = rest.iter().map(|a| resolve_value(a, stmts)).collect();
                                 let asserted: Vec<super::Value> =
