@@ -561,7 +561,20 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // all (it is usually quick, and gets at most half of the budget), then
     // memory with what is left.
     let mut jobs = Vec::new();
+    // One access model per instantiation and set of launch facts (shapes
+    // that differ only in their extents share it).
+    let model_for = |models: &mut Vec<(Vec<crate::ir::Expr>, std::rc::Rc<crate::ir::access::AccessModel>)>,
+                     k: &Kernel,
+                     facts: &[crate::ir::Expr]| {
+        if let Some((_, m)) = models.iter().find(|(f, _)| f == facts) {
+            return m.clone();
+        }
+        let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts));
+        models.push((facts.to_vec(), m.clone()));
+        m
+    };
     for (i, k) in e.kernels.iter().enumerate() {
+        let mut models = Vec::new();
         // Shapes: the flag's, else those of the launch sites, else symbolic.
         let shapes: Vec<LaunchShape> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
             (Some(b), _) => vec![LaunchShape {
@@ -618,12 +631,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             // The launch's facts hold for every thread: part of the model,
             // unless they contradict each other (every obligation would
             // then hold vacuously).
-            let mut model = crate::passes::accesses::build(k, options.lower.warp_size, &facts);
+            let mut model = model_for(&mut models, k, &facts);
             if !facts.is_empty()
                 && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), options.timeout_ms.max(1))
                     .launch_consistent()
             {
-                model = crate::passes::accesses::build(k, options.lower.warp_size, &[]);
+                model = model_for(&mut models, k, &[]);
                 let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
                     .to_string();
                 if !assumptions.contains(&a) {
