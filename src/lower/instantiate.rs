@@ -490,30 +490,53 @@ fn initializer_operands<'t>(frag: &Fragment, name: Node<'t>) -> Option<Vec<Node<
     None
 }
 
-fn with_facts(shapes: Vec<LaunchShape>, facts: Vec<super::Expr>) -> Vec<LaunchShape> {
-    shapes
-        .into_iter()
-        .map(|s| LaunchShape {
-            facts: facts.clone(),
-            ..s
-        })
-        .collect()
+/// The block shapes of a launch, with its facts: `grid`, `block`, the
+/// kernel's arguments and the host facts as the host code lowers them,
+/// evaluated with the statements before the launch (`stmts`), and host values
+/// the facts equate with constants replaced by them.
+fn launch_shapes(
+    grid: Option<&super::Value>,
+    block: &super::Value,
+    args: &[super::Value],
+    host_facts: &[super::Value],
+    stmts: &[crate::ir::Stmt],
+) -> Option<Vec<LaunchShape>> {
+    let host_facts: Vec<super::Value> = host_facts.iter().map(|a| resolve_value(a, stmts)).collect();
+    let known = known_values(&host_facts);
+    let settle = |v: &super::Value| substitute_value(&resolve_value(v, stmts), &known);
+    let grid = grid.map(settle);
+    let block = settle(block);
+    let args: Vec<super::Value> = args.iter().map(settle).collect();
+    let facts = launch_facts(grid.as_ref(), Some(&block), &args, &host_facts);
+    if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+        eprintln!("launch: grid {grid:?} block {block:?} args {args:?}; host facts {host_facts:?} -> {facts:?}");
+    }
+    let shapes = block_shape(&block)?;
+    Some(
+        shapes
+            .into_iter()
+            .map(|s| LaunchShape {
+                facts: facts.clone(),
+                ..s
+            })
+            .collect(),
+    )
+}
+
+/// The parameter list of a function definition or declaration.
+fn parameter_list(function: Node) -> Option<Node> {
+    let mut decl = function.field("declarator")?;
+    while decl.kind() != "function_declarator" {
+        decl = decl.field("declarator")?;
+    }
+    decl.field("parameters")
 }
 
 /// The names of a kernel's parameters in declaration order (empty names
 /// for unnamed ones).
 fn kernel_param_names(index: &Index, kernel: DeclId) -> Vec<String> {
     let d = index.decl(kernel);
-    let Some(mut decl) = d.node.field("declarator") else {
-        return Vec::new();
-    };
-    while decl.kind() != "function_declarator" {
-        match decl.field("declarator") {
-            Some(inner) => decl = inner,
-            None => return Vec::new(),
-        }
-    }
-    let Some(params) = decl.field("parameters") else {
+    let Some(params) = parameter_list(d.node) else {
         return Vec::new();
     };
     let params = named_children(params);
@@ -660,21 +683,7 @@ impl Finder {
                                 .map(|a| l2.scratch_expr(a))
                                 .collect();
                             let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                            let grid = grid.map(|g| resolve_value(&g, stmts));
-                            let v = resolve_value(&v, stmts);
-                            let args: Vec<super::Value> = args.iter().map(|a| resolve_value(a, stmts)).collect();
-                            let asserted: Vec<super::Value> =
-                                asserted.iter().map(|a| resolve_value(a, stmts)).collect();
-                            // Host values the host compared equal to constants are those constants.
-                            let known = known_values(&asserted);
-                            let grid = grid.map(|g| substitute_value(&g, &known));
-                            let v = substitute_value(&v, &known);
-                            let args: Vec<super::Value> = args.iter().map(|a| substitute_value(a, &known)).collect();
-                            let facts = launch_facts(grid.as_ref(), Some(&v), &args, &asserted);
-                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
-                                eprintln!("launch: grid {grid:?} block {v:?} args {args:?} -> {facts:?}");
-                            }
-                            block = block_shape(&v).map(|shapes| with_facts(shapes, facts));
+                            block = launch_shapes(grid.as_ref(), &v, &args, &asserted, stmts);
                         }
                         if let Some((call, at)) = wrapper {
                             let operands: Vec<Node> = call
@@ -694,8 +703,6 @@ impl Finder {
                                 let parts: Vec<super::Value> = parts.iter().map(|p| l2.scratch_expr(*p)).collect();
                                 values = vec![super::Value::Agg(super::Type::Void, parts)];
                             }
-                            let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                            let values: Vec<super::Value> = values.iter().map(|v| resolve_value(v, stmts)).collect();
                             block = wrapper_config(&values).and_then(|(grid, b, used)| {
                                 // The kernel's arguments follow a configuration
                                 // aggregate; after `(grid, block)` they come
@@ -709,23 +716,8 @@ impl Finder {
                                     Vec::new()
                                 };
                                 let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                                let rest: Vec<super::Value> = rest.iter().map(|a| resolve_value(a, stmts)).collect();
-                                let asserted: Vec<super::Value> =
-                                    asserted.iter().map(|a| resolve_value(a, stmts)).collect();
-                                let known = known_values(&asserted);
-                                if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
-                                    eprintln!("host facts: {asserted:?}; known {known:?}");
-                                }
-                                let grid = grid.map(|g| substitute_value(g, &known));
-                                let b = substitute_value(b, &known);
-                                let rest: Vec<super::Value> =
-                                    rest.iter().map(|a| substitute_value(a, &known)).collect();
-                                let facts = launch_facts(grid.as_ref(), Some(&b), &rest, &asserted);
-                                block_shape(&b).map(|shapes| with_facts(shapes, facts))
+                                launch_shapes(grid, b, &rest, &asserted, stmts)
                             });
-                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
-                                eprintln!("wrapper operands: {values:?} -> {block:?}");
-                            }
                             launched = block.is_some() || is_launcher(frag, call);
                         }
                         l2.blocks.pop();
@@ -864,14 +856,16 @@ impl Finder {
                         let facts: Vec<super::Value> = facts.iter().filter_map(|x| l2.host_fact(*x)).collect();
                         let v = l2.scratch_expr(arg);
                         let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                        let facts: Vec<super::Value> = facts.iter().map(|x| resolve_value(x, stmts)).collect();
-                        let v = substitute_value(&resolve_value(&v, stmts), &known_values(&facts));
-                        l2.blocks.pop();
-                        // Only a `dim3` (or an integer) is a shape.
-                        match &v {
-                            super::Value::Agg(super::Type::Vector(_), _) | super::Value::Scalar(..) => block_shape(&v),
+                        // Only a `dim3` (or an integer) is a shape; no
+                        // facts relate it to the kernel's arguments here.
+                        let shapes = match &v {
+                            super::Value::Agg(super::Type::Vector(_), _) | super::Value::Scalar(..) => {
+                                launch_shapes(None, &v, &[], &facts, stmts)
+                            }
                             _ => None,
-                        }
+                        };
+                        l2.blocks.pop();
+                        shapes
                     })?;
                     for s in shapes {
                         if !out.contains(&s) {
@@ -1013,16 +1007,7 @@ impl<'u> Lowerer<'u> {
     /// types, so expressions over them have types (for deduction).
     fn bind_host_params(&mut self, f: DeclId) {
         let d = self.index.decl(f).clone();
-        let Some(mut decl) = d.node.field("declarator") else {
-            return;
-        };
-        while decl.kind() != "function_declarator" {
-            match decl.field("declarator") {
-                Some(inner) => decl = inner,
-                None => return,
-            }
-        }
-        let Some(params) = decl.field("parameters") else {
+        let Some(params) = parameter_list(d.node) else {
             return;
         };
         for p in named_children(params) {
@@ -1162,7 +1147,7 @@ impl<'u> Lowerer<'u> {
                     HostStmt::Assigns(name, _) => vec![name.clone()],
                     _ => Vec::new(),
                 };
-                let mut all = written(frag, stmt);
+                let mut all: Vec<String> = super::assigned_names(frag, stmt, true).into_iter().collect();
                 all.retain(|w| !own.contains(w) || matches!(kind, HostStmt::Other));
                 all
             };
@@ -1379,45 +1364,6 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
         }
         _ => HostStmt::Other,
     }
-}
-
-/// Variables a statement may write: assignment and update targets (their
-/// base variable) and variables whose address is taken.
-fn written(frag: &Fragment, node: Node) -> Vec<String> {
-    fn base<'t>(mut n: Node<'t>) -> Node<'t> {
-        loop {
-            match n.kind() {
-                "field_expression" | "subscript_expression" => match n.field("argument") {
-                    Some(a) => n = a,
-                    None => return n,
-                },
-                "parenthesized_expression" => match named_children(n).into_iter().next() {
-                    Some(a) => n = a,
-                    None => return n,
-                },
-                _ => return n,
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        let target = match n.kind() {
-            "assignment_expression" => n.field("left"),
-            "update_expression" => n.field("argument"),
-            "pointer_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == "&") => {
-                n.field("argument")
-            }
-            _ => None,
-        };
-        if let Some(t) = target.map(base) {
-            if t.kind() == "identifier" {
-                out.push(syntax::text(frag, t).to_string());
-            }
-        }
-        stack.extend(named_children(n));
-    }
-    out
 }
 
 fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {

@@ -793,7 +793,7 @@ impl<'u> Lowerer<'u> {
             return;
         };
         let body = declarator.parent().and_then(|f| f.field("body"));
-        let assigned = body.map(|b| assigned_names(self.frag(), b)).unwrap_or_default();
+        let assigned = body.map(|b| assigned_names(self.frag(), b, false)).unwrap_or_default();
         for (index, p) in syntax::named_children(params).into_iter().enumerate() {
             if p.kind() == "variadic_parameter_declaration" {
                 self.kernel_param_pack(p, index as u32);
@@ -1010,20 +1010,25 @@ fn longest_chain(graph: &DiGraphMap<u32, ()>, root: u32) -> u32 {
 }
 
 /// Names assigned somewhere under `node` (left of `=`/`op=`, `++`/`--`, or
-/// with their address taken): the parameters that may change.
-fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
+/// with their address taken): the variables that may change. Through `.`
+/// members and parentheses an lvalue belongs to its variable; with
+/// `into_elements`, through `[]` and `->` too (a host array or a struct
+/// reached by pointer counts as changed), else those lead into memory and
+/// `p[i] = v` changes no variable.
+pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     let mut stack = vec![node];
     let mut cursor = node.walk();
-    // The variable an lvalue is part of: through `.` members and parentheses;
-    // `[]`, `->` and `*` lead into memory instead.
     let root_name = |mut n: Node| -> Option<String> {
         loop {
             match n.kind() {
                 "identifier" => return Some(syntax::text(frag, n).to_string()),
-                "field_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == ".") => {
+                "field_expression"
+                    if into_elements || n.field("operator").is_some_and(|o| syntax::text(frag, o) == ".") =>
+                {
                     n = n.field("argument")?;
                 }
+                "subscript_expression" if into_elements => n = n.field("argument")?,
                 "parenthesized_expression" => n = syntax::named_children(n).first().copied()?,
                 _ => return None,
             }
@@ -1040,9 +1045,10 @@ fn assigned_names(frag: &Fragment, node: Node) -> std::collections::HashSet<Stri
         };
         if let Some(t) = target {
             // `p[i] = v` writes memory, not `p`; `p = …`, `p += …`, `s.f = …` change the variable.
-            let direct = matches!(t.kind(), "identifier" | "field_expression" | "parenthesized_expression")
-                && !(t.kind() == "field_expression"
-                    && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
+            let direct = into_elements
+                || matches!(t.kind(), "identifier" | "field_expression" | "parenthesized_expression")
+                    && !(t.kind() == "field_expression"
+                        && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
             if direct || n.kind() == "pointer_expression" {
                 if let Some(name) = root_name(t) {
                     out.insert(name);

@@ -273,19 +273,26 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
     if params_alias_assumed {
         assumptions.push("distinct pointer parameters do not alias".into());
     }
-    let verdict = if !alarms.is_empty() {
-        Verdict::Alarm
-    } else if !unknowns.is_empty() || !kernel.unknowns.is_empty() {
-        Verdict::Unknown
-    } else {
-        Verdict::Pass
-    };
+    let verdict = condition_verdict(kernel, &alarms, &unknowns);
     MemoryResult {
         verdict,
         alarms,
         unknowns,
         assumptions,
         stats,
+    }
+}
+
+/// A condition's verdict for a kernel: any alarm; else unknown if an
+/// obligation stayed undecided or the front end could not model something;
+/// else pass.
+pub fn condition_verdict(kernel: &Kernel, alarms: &[Alarm], unknowns: &[UnknownItem]) -> Verdict {
+    if !alarms.is_empty() {
+        Verdict::Alarm
+    } else if !unknowns.is_empty() || !kernel.unknowns.is_empty() {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
     }
 }
 

@@ -214,13 +214,7 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
             span: kernel.span,
         });
     }
-    let verdict = if !alarms.is_empty() {
-        Verdict::Alarm
-    } else if !unknowns.is_empty() || !kernel.unknowns.is_empty() {
-        Verdict::Unknown
-    } else {
-        Verdict::Pass
-    };
+    let verdict = super::condition_verdict(kernel, &alarms, &unknowns);
     ParticipationResult {
         verdict,
         alarms,

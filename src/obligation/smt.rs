@@ -1409,6 +1409,23 @@ impl<'a> Encoder<'a> {
         Bool::and(&[sb, w0.eq(&w1)])
     }
 
+    /// The number of threads in a block (a product of the three extents).
+    fn block_threads(&mut self) -> Int {
+        let iv: Vec<Interval> = Dim::ALL
+            .iter()
+            .map(|&d| self.builtin_interval(Builtin::BlockDim(d)))
+            .collect();
+        let bx = self.builtin(Builtin::BlockDim(Dim::X), 0);
+        let by = self.builtin(Builtin::BlockDim(Dim::Y), 0);
+        let bz = self.builtin(Builtin::BlockDim(Dim::Z), 0);
+        let plane_iv = match (iv[0], iv[1]) {
+            (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
+            _ => None,
+        };
+        let plane = self.product(bx, by, iv[0], iv[1]);
+        self.product(plane, bz, plane_iv, iv[2])
+    }
+
     /// Launch-shape facts: indices below extents, the block at most 1024 threads.
     fn shape_facts(&mut self) -> Vec<Bool> {
         let mut out = Vec::new();
@@ -1423,19 +1440,7 @@ impl<'a> Encoder<'a> {
             }
         }
         let max = self.shape.max_threads.unwrap_or(1024).min(1024) as i128;
-        let iv: Vec<Interval> = Dim::ALL
-            .iter()
-            .map(|&d| self.builtin_interval(Builtin::BlockDim(d)))
-            .collect();
-        let bx = self.builtin(Builtin::BlockDim(Dim::X), 0);
-        let by = self.builtin(Builtin::BlockDim(Dim::Y), 0);
-        let bz = self.builtin(Builtin::BlockDim(Dim::Z), 0);
-        let plane_iv = match (iv[0], iv[1]) {
-            (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
-            _ => None,
-        };
-        let plane = self.product(bx, by, iv[0], iv[1]);
-        let threads = self.product(plane, bz, plane_iv, iv[2]);
+        let threads = self.block_threads();
         out.push(threads.le(int(max)));
         // Launch facts (over parameters and dimensions: one value for both threads).
         for f in &self.model.assumptions {
@@ -1725,58 +1730,91 @@ impl<'a> Encoder<'a> {
     }
 
     fn witness(&mut self, m: &z3::Model, a: &AccessRecord, b: &AccessRecord, syms: &[Vec<SymbolId>; 2]) -> Witness {
+        let (block_dim, grid_dim) = self.launch_dims(m);
+        let mut threads = Vec::new();
+        for (inst, r) in [(0usize, a), (1usize, b)] {
+            let mut t = self.thread_witness(m, inst, block_dim, &r.loops);
+            let off = self.enc(&r.offset, inst);
+            let wid = self.enc(&r.width, inst);
+            t.offset = self.value(m, &off) as i64;
+            t.width = self.value(m, &wid) as i64;
+            threads.push(t);
+        }
+        let [t0, t1]: [ThreadWitness; 2] = threads.try_into().expect("two threads");
+        Witness {
+            threads: [t0, t1],
+            block_dim,
+            grid_dim,
+            params: self.param_values(m, &[&a.offset, &a.pc, &b.offset, &b.pc]),
+            inputs: self.input_values(m, syms),
+            notes: Vec::new(),
+        }
+    }
+
+    // ----- witness parts (memory and participation)
+
+    /// The block and grid extents of a model (those the shape fixes need
+    /// not appear in it).
+    fn launch_dims(&mut self, m: &z3::Model) -> ([u64; 3], [u64; 3]) {
+        let get = |this: &mut Self, b: Builtin| {
+            let v = this.builtin(b, 0);
+            Self::model_int(m, &v).unwrap_or(0).max(0) as u64
+        };
+        let block_dim = Dim::ALL.map(|d| self.known_extent(d).unwrap_or_else(|| get(self, Builtin::BlockDim(d))));
+        let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d)));
+        (block_dim, grid_dim)
+    }
+
+    /// Thread instance `inst` of a model: ids, warp and lane, the iterations
+    /// of `loops`; no bytes (a memory witness adds them).
+    fn thread_witness(&mut self, m: &z3::Model, inst: usize, block_dim: [u64; 3], loops: &[SymbolId]) -> ThreadWitness {
         let w = self.model.warp_size as u64;
-        let get = |this: &mut Self, b: Builtin, inst: usize| {
+        let get = |this: &mut Self, b: Builtin| {
             let v = this.builtin(b, inst);
             Self::model_int(m, &v).unwrap_or(0).max(0) as u64
         };
-        let block_dim = Dim::ALL.map(|d| {
-            self.known_extent(d)
-                .unwrap_or_else(|| get(self, Builtin::BlockDim(d), 0))
-        });
-        let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d), 0));
-        let mut threads = Vec::new();
-        for (inst, r) in [(0usize, a), (1usize, b)] {
-            let thread = Dim::ALL.map(|d| get(self, Builtin::ThreadIdx(d), inst));
-            let block = Dim::ALL.map(|d| get(self, Builtin::BlockIdx(d), inst));
-            let linear = thread[0] + thread[1] * block_dim[0] + thread[2] * block_dim[0] * block_dim[1];
-            let iterations = r
-                .loops
-                .iter()
-                .map(|&k| {
-                    let d = self.symbol_const(k, inst);
-                    let at = self.model.symbol(k).span;
-                    (at, self.value(m, &d) as i64)
-                })
-                .collect();
-            let off = self.enc(&r.offset, inst);
-            let wid = self.enc(&r.width, inst);
-            threads.push(ThreadWitness {
-                thread,
-                block,
-                warp: linear / w,
-                lane: linear % w,
-                iterations,
-                offset: self.value(m, &off) as i64,
-                width: self.value(m, &wid) as i64,
-                exists: true,
-            });
+        let thread = Dim::ALL.map(|d| get(self, Builtin::ThreadIdx(d)));
+        let block = Dim::ALL.map(|d| get(self, Builtin::BlockIdx(d)));
+        let linear = thread[0] + thread[1] * block_dim[0] + thread[2] * block_dim[0] * block_dim[1];
+        let iterations = loops
+            .iter()
+            .map(|&k| {
+                let d = self.symbol_const(k, inst);
+                (self.model.symbol(k).span, self.value(m, &d) as i64)
+            })
+            .collect();
+        ThreadWitness {
+            thread,
+            block,
+            warp: linear / w,
+            lane: linear % w,
+            iterations,
+            offset: 0,
+            width: 0,
+            exists: true,
         }
+    }
+
+    /// The values of the scalar parameters `terms` mention, by name.
+    fn param_values(&mut self, m: &z3::Model, terms: &[&Term]) -> Vec<(String, String)> {
         let mut params = Vec::new();
         let mut seen = HashSet::new();
-        for r in [a, b] {
-            for t in [&r.offset, &r.pc] {
-                collect_params(t, &mut params, &mut seen);
-            }
+        for t in terms {
+            collect_params(t, &mut params, &mut seen);
         }
         params.sort();
-        let mut param_values = Vec::new();
+        let mut out = Vec::new();
         for i in params {
             if let Some(p) = self.kernel.params.get(i as usize) {
                 let d = self.param_const(i, p.ty);
-                param_values.push((p.name.clone(), self.value(m, &d).to_string()));
+                out.push((p.name.clone(), self.value(m, &d).to_string()));
             }
         }
+        out
+    }
+
+    /// The values of loaded and unmodelled inputs among each thread's symbols (at most 8).
+    fn input_values(&mut self, m: &z3::Model, syms: &[Vec<SymbolId>; 2]) -> Vec<(String, String)> {
         let mut inputs = Vec::new();
         for (inst, list) in syms.iter().enumerate() {
             for &s in list {
@@ -1788,15 +1826,7 @@ impl<'a> Encoder<'a> {
                 }
             }
         }
-        let [t0, t1]: [ThreadWitness; 2] = threads.try_into().expect("two threads");
-        Witness {
-            threads: [t0, t1],
-            block_dim,
-            grid_dim,
-            params: param_values,
-            inputs,
-            notes: Vec::new(),
-        }
+        inputs
     }
 
     /// Whether some values of the loaded data avoid the conflict for the

@@ -11,13 +11,13 @@
 
 use std::collections::HashSet;
 
-use z3::ast::{Bool, Dynamic, Int};
+use z3::ast::{Bool, Int};
 use z3::SatResult;
 
 use super::{int, Encoder, Outcome};
 use crate::ir::access::Group;
 use crate::ir::term::{SymbolId, Term};
-use crate::ir::{Builtin, Dim};
+use crate::ir::Dim;
 use crate::verdict::{ThreadWitness, Witness};
 
 /// One participation obligation.
@@ -75,23 +75,6 @@ impl Encoder<'_> {
                 }
             }
         }
-    }
-
-    /// The number of threads in a block.
-    fn block_threads(&mut self) -> Int {
-        let iv: Vec<_> = Dim::ALL
-            .iter()
-            .map(|&d| self.builtin_interval(Builtin::BlockDim(d)))
-            .collect();
-        let bx = self.builtin(Builtin::BlockDim(Dim::X), 0);
-        let by = self.builtin(Builtin::BlockDim(Dim::Y), 0);
-        let bz = self.builtin(Builtin::BlockDim(Dim::Z), 0);
-        let plane_iv = match (iv[0], iv[1]) {
-            (Some((a, b)), Some((c, d))) => Some((a * c, b * d)),
-            _ => None,
-        };
-        let plane = self.product(bx, by, iv[0], iv[1]);
-        self.product(plane, bz, plane_iv, iv[2])
     }
 
     /// The two thread instances are distinct members of one `group`.
@@ -229,40 +212,7 @@ impl Encoder<'_> {
         syms: &[Vec<SymbolId>; 2],
     ) -> Witness {
         let w = self.model.warp_size as u64;
-        let get = |this: &mut Self, b: Builtin, inst: usize| {
-            let v = this.builtin(b, inst);
-            Self::model_int(m, &v).unwrap_or(0).max(0) as u64
-        };
-        let block_dim = Dim::ALL.map(|d| {
-            self.known_extent(d)
-                .unwrap_or_else(|| get(self, Builtin::BlockDim(d), 0))
-        });
-        let grid_dim = Dim::ALL.map(|d| get(self, Builtin::GridDim(d), 0));
-        let iterations = |this: &mut Self, inst: usize| -> Vec<_> {
-            parts
-                .loops
-                .iter()
-                .map(|&k| {
-                    let d = this.symbol_const(k, inst);
-                    (this.model.symbol(k).span, this.value(m, &d) as i64)
-                })
-                .collect()
-        };
-        let thread_at = |this: &mut Self, inst: usize| {
-            let thread = Dim::ALL.map(|d| get(this, Builtin::ThreadIdx(d), inst));
-            let block = Dim::ALL.map(|d| get(this, Builtin::BlockIdx(d), inst));
-            let linear = thread[0] + thread[1] * block_dim[0] + thread[2] * block_dim[0] * block_dim[1];
-            ThreadWitness {
-                thread,
-                block,
-                warp: linear / w,
-                lane: linear % w,
-                iterations: iterations(this, inst),
-                offset: 0,
-                width: 0,
-                exists: true,
-            }
-        };
+        let (block_dim, grid_dim) = self.launch_dims(m);
         // A thread of the first's block by its linear index.
         let by_linear = |first: &ThreadWitness, linear: u64, exists: bool| {
             let (bx, by) = (block_dim[0].max(1), block_dim[1].max(1));
@@ -277,10 +227,10 @@ impl Encoder<'_> {
                 exists,
             }
         };
-        let first = thread_at(self, 0);
+        let first = self.thread_witness(m, 0, block_dim, &parts.loops);
         let mut notes = Vec::new();
         let second = match goal {
-            Goal::Diverges(_) | Goal::LoopExit { .. } => thread_at(self, 1),
+            Goal::Diverges(_) | Goal::LoopExit { .. } => self.thread_witness(m, 1, block_dim, &parts.loops),
             Goal::Mask(_) => {
                 let mask = parts.mask.as_ref().expect("a mask");
                 let d = self.enc(mask, 0);
@@ -325,43 +275,15 @@ impl Encoder<'_> {
                 "the first thread leaves the loop in this iteration; the second runs another".into()
             });
         }
-        let mut params = Vec::new();
-        let mut seen = HashSet::new();
         let mut terms = vec![&parts.first];
         terms.extend(parts.both.iter());
         terms.extend(parts.mask.iter());
-        for t in terms {
-            let param = |k: &crate::ir::term::TermKind| match k {
-                crate::ir::term::TermKind::Param(i) => Some(*i),
-                _ => None,
-            };
-            crate::ir::term::collect(t, &param, &mut params, &mut seen);
-        }
-        params.sort();
-        let mut param_values = Vec::new();
-        for i in params {
-            if let Some(p) = self.kernel.params.get(i as usize) {
-                let d: Dynamic = self.param_const(i, p.ty);
-                param_values.push((p.name.clone(), self.value(m, &d).to_string()));
-            }
-        }
-        let mut inputs = Vec::new();
-        for (inst, list) in syms.iter().enumerate() {
-            for &s in list {
-                let info = self.model.symbol(s);
-                if info.is_input() && inputs.len() < 8 {
-                    let name = format!("{} (thread {})", info.name, inst + 1);
-                    let d = self.symbol_const(s, inst);
-                    inputs.push((name, self.value(m, &d).to_string()));
-                }
-            }
-        }
         Witness {
             threads: [first, second],
             block_dim,
             grid_dim,
-            params: param_values,
-            inputs,
+            params: self.param_values(m, &terms),
+            inputs: self.input_values(m, syms),
             notes,
         }
     }
