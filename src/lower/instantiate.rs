@@ -598,162 +598,155 @@ impl Finder {
         let d = l.index.decl(target).clone();
         let name = d.name.clone();
         let mut out = Vec::new();
-        for frag in l.unit.fragments.iter() {
-            if !frag.text.contains(name.as_str()) {
-                continue;
-            }
-            let frag: &'u Fragment = frag;
-            let root = syntax::tree(frag).root_node();
-            for site in uses(frag, root, &name) {
-                let (enclosing, scope) = self.enclosing(l, site.node);
-                let mut envs = match enclosing {
-                    Some(f) if l.index.decl(f).template.is_some() => {
-                        if depth >= MAX_DEPTH || f == target {
-                            continue;
-                        }
-                        self.envs_of(l, f, depth + 1)
-                    }
-                    _ => vec![TemplateEnv::new()],
-                };
-                if envs.is_empty() {
-                    // The enclosing template's own instantiations are unknown: its
-                    // parameters stay unresolved and give undetermined arguments.
-                    envs.push(TemplateEnv::new());
-                }
-                // `k<<<grid, block, …>>>(…)`: the block operand.
-                let block_operand = site
-                    .call
-                    .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
-                    .and_then(|cfg| named_children(cfg).get(1).copied())
-                    .filter(|_| target == self.kernel);
-                // `launch(k<…>, config, …)`: the operands after the kernel.
-                let wrapper = site.wrapper.filter(|_| target == self.kernel);
-                for env in envs {
-                    let ctx = Ctx {
-                        frag,
-                        scope,
-                        tenv: Rc::new(env),
-                        class: None,
-                    };
-                    let mut block = None;
-                    let mut launched = block_operand.is_some();
-                    // The syntax that gives the block shape.
-                    let mut block_node: Option<Node<'u>> = block_operand;
-                    let tuple = l.in_ctx(ctx, |l2| {
-                        l2.blocks.push(Vec::new());
-                        if let Some(f) = enclosing {
-                            l2.bind_host_params(f);
-                        }
-                        let asserted =
-                            l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
-                        let asserted: Vec<super::Value> = asserted
-                            .iter()
-                            .filter_map(|f| {
-                                let v = l2.host_fact(*f);
-                                if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
-                                    let text: Vec<&str> = f.nodes().iter().map(|n| syntax::text(frag, *n)).collect();
-                                    eprintln!("host fact {text:?} = {v:?}");
-                                }
-                                v
-                            })
-                            .collect();
-                        let explicit = match site.args {
-                            Some(a) => l2.template_args(a),
-                            None => Vec::new(),
-                        };
-                        let tuple = match site.call {
-                            Some(call) => {
-                                let operands = l2.operands(call.field("arguments"));
-                                l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
-                            }
-                            None => explicit,
-                        };
-                        if let (Some(b), Some(call)) = (block_operand, site.call) {
-                            let cfg = named_children(call)
-                                .into_iter()
-                                .find(|n| n.kind() == "kernel_call_syntax")
-                                .and_then(|c| named_children(c).first().copied());
-                            let grid = cfg.map(|g| l2.scratch_expr(g));
-                            let v = l2.scratch_expr(b);
-                            let args: Vec<super::Value> = call
-                                .field("arguments")
-                                .map(named_children)
-                                .unwrap_or_default()
-                                .into_iter()
-                                .map(|a| l2.scratch_expr(a))
-                                .collect();
-                            let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                            block = launch_shapes(grid.as_ref(), &v, &args, &asserted, stmts);
-                        }
-                        if let Some((call, at)) = wrapper {
-                            let operands: Vec<Node> = call
-                                .field("arguments")
-                                .map(named_children)
-                                .unwrap_or_default()
-                                .into_iter()
-                                .skip(at + 1)
-                                .collect();
-                            let args: Vec<Node> = operands.iter().take(2).copied().collect();
-                            let mut values: Vec<super::Value> = args.iter().map(|a| l2.scratch_expr(*a)).collect();
-                            // A configuration object built in memory (a class
-                            // with a constructor): its initializer's operands.
-                            block_node = args.get(1).copied();
-                            if let Some(parts) = args.first().and_then(|a| initializer_operands(frag, *a)) {
-                                block_node = parts.get(1).copied();
-                                let parts: Vec<super::Value> = parts.iter().map(|p| l2.scratch_expr(*p)).collect();
-                                values = vec![super::Value::Agg(super::Type::Void, parts)];
-                            }
-                            block = wrapper_config(&values).and_then(|(grid, b, used)| {
-                                // The kernel's arguments follow a configuration
-                                // aggregate; after `(grid, block)` they come
-                                // packed (`void **args`), so none are related.
-                                let rest: Vec<super::Value> = if used == 1 {
-                                    operands[used.min(operands.len())..]
-                                        .iter()
-                                        .map(|a| l2.scratch_expr(*a))
-                                        .collect()
-                                } else {
-                                    Vec::new()
-                                };
-                                let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                                launch_shapes(grid, b, &rest, &asserted, stmts)
-                            });
-                            launched = block.is_some() || is_launcher(frag, call);
-                        }
-                        l2.blocks.pop();
-                        tuple
-                    });
-                    // A shape the launching function receives as a parameter:
-                    // the shapes its callers pass.
-                    let undetermined = block
-                        .as_ref()
-                        .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
-                    if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
-                        let position = (node.kind() == "identifier")
-                            .then(|| {
-                                let name = syntax::text(frag, node);
-                                kernel_param_names(l.index, f).iter().position(|p| p == name)
-                            })
-                            .flatten();
-                        if let Some(at) = position {
-                            if let Some(shapes) = self.caller_blocks(l, f, at, depth) {
-                                block = Some(shapes);
-                            }
-                        }
-                    }
-                    if launched {
-                        self.launches.push((tuple.clone(), block));
-                    }
-                    // A bare name passed to a wrapper names no arguments.
-                    if site.args.is_none() && site.call.is_none() {
+        for (frag, site) in unit_uses(l, &name) {
+            let (enclosing, scope) = self.enclosing(l, site.node);
+            let mut envs = match enclosing {
+                Some(f) if l.index.decl(f).template.is_some() => {
+                    if depth >= MAX_DEPTH || f == target {
                         continue;
                     }
-                    if !out.contains(&tuple) {
-                        out.push(tuple);
+                    self.envs_of(l, f, depth + 1)
+                }
+                _ => vec![TemplateEnv::new()],
+            };
+            if envs.is_empty() {
+                // The enclosing template's own instantiations are unknown: its
+                // parameters stay unresolved and give undetermined arguments.
+                envs.push(TemplateEnv::new());
+            }
+            // `k<<<grid, block, …>>>(…)`: the block operand.
+            let block_operand = site
+                .call
+                .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
+                .and_then(|cfg| named_children(cfg).get(1).copied())
+                .filter(|_| target == self.kernel);
+            // `launch(k<…>, config, …)`: the operands after the kernel.
+            let wrapper = site.wrapper.filter(|_| target == self.kernel);
+            for env in envs {
+                let ctx = Ctx {
+                    frag,
+                    scope,
+                    tenv: Rc::new(env),
+                    class: None,
+                };
+                let mut block = None;
+                let mut launched = block_operand.is_some();
+                // The syntax that gives the block shape.
+                let mut block_node: Option<Node<'u>> = block_operand;
+                let tuple = l.in_ctx(ctx, |l2| {
+                    l2.blocks.push(Vec::new());
+                    if let Some(f) = enclosing {
+                        l2.bind_host_params(f);
                     }
-                    if out.len() >= MAX_TUPLES {
-                        return out;
+                    let asserted =
+                        l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
+                    let asserted: Vec<super::Value> = asserted
+                        .iter()
+                        .filter_map(|f| {
+                            let v = l2.host_fact(*f);
+                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                                let text: Vec<&str> = f.nodes().iter().map(|n| syntax::text(frag, *n)).collect();
+                                eprintln!("host fact {text:?} = {v:?}");
+                            }
+                            v
+                        })
+                        .collect();
+                    let explicit = match site.args {
+                        Some(a) => l2.template_args(a),
+                        None => Vec::new(),
+                    };
+                    let tuple = match site.call {
+                        Some(call) => {
+                            let operands = l2.operands(call.field("arguments"));
+                            l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
+                        }
+                        None => explicit,
+                    };
+                    if let (Some(b), Some(call)) = (block_operand, site.call) {
+                        let cfg = named_children(call)
+                            .into_iter()
+                            .find(|n| n.kind() == "kernel_call_syntax")
+                            .and_then(|c| named_children(c).first().copied());
+                        let grid = cfg.map(|g| l2.scratch_expr(g));
+                        let v = l2.scratch_expr(b);
+                        let args: Vec<super::Value> = call
+                            .field("arguments")
+                            .map(named_children)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|a| l2.scratch_expr(a))
+                            .collect();
+                        let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                        block = launch_shapes(grid.as_ref(), &v, &args, &asserted, stmts);
                     }
+                    if let Some((call, at)) = wrapper {
+                        let operands: Vec<Node> = call
+                            .field("arguments")
+                            .map(named_children)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .skip(at + 1)
+                            .collect();
+                        let args: Vec<Node> = operands.iter().take(2).copied().collect();
+                        let mut values: Vec<super::Value> = args.iter().map(|a| l2.scratch_expr(*a)).collect();
+                        // A configuration object built in memory (a class
+                        // with a constructor): its initializer's operands.
+                        block_node = args.get(1).copied();
+                        if let Some(parts) = args.first().and_then(|a| initializer_operands(frag, *a)) {
+                            block_node = parts.get(1).copied();
+                            let parts: Vec<super::Value> = parts.iter().map(|p| l2.scratch_expr(*p)).collect();
+                            values = vec![super::Value::Agg(super::Type::Void, parts)];
+                        }
+                        block = wrapper_config(&values).and_then(|(grid, b, used)| {
+                            // The kernel's arguments follow a configuration
+                            // aggregate; after `(grid, block)` they come
+                            // packed (`void **args`), so none are related.
+                            let rest: Vec<super::Value> = if used == 1 {
+                                operands[used.min(operands.len())..]
+                                    .iter()
+                                    .map(|a| l2.scratch_expr(*a))
+                                    .collect()
+                            } else {
+                                Vec::new()
+                            };
+                            let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                            launch_shapes(grid, b, &rest, &asserted, stmts)
+                        });
+                        launched = block.is_some() || is_launcher(frag, call);
+                    }
+                    l2.blocks.pop();
+                    tuple
+                });
+                // A shape the launching function receives as a parameter:
+                // the shapes its callers pass.
+                let undetermined = block
+                    .as_ref()
+                    .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
+                if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
+                    let position = (node.kind() == "identifier")
+                        .then(|| {
+                            let name = syntax::text(frag, node);
+                            kernel_param_names(l.index, f).iter().position(|p| p == name)
+                        })
+                        .flatten();
+                    if let Some(at) = position {
+                        if let Some(shapes) = self.caller_blocks(l, f, at, depth) {
+                            block = Some(shapes);
+                        }
+                    }
+                }
+                if launched {
+                    self.launches.push((tuple.clone(), block));
+                }
+                // A bare name passed to a wrapper names no arguments.
+                if site.args.is_none() && site.call.is_none() {
+                    continue;
+                }
+                if !out.contains(&tuple) {
+                    out.push(tuple);
+                }
+                if out.len() >= MAX_TUPLES {
+                    return out;
                 }
             }
         }
@@ -821,56 +814,49 @@ impl Finder {
     ) -> Option<Vec<LaunchShape>> {
         let name = l.index.decl(f).name.clone();
         let mut out: Vec<LaunchShape> = Vec::new();
-        for frag in l.unit.fragments.iter() {
-            if !frag.text.contains(name.as_str()) {
-                continue;
+        for (frag, site) in unit_uses(l, &name) {
+            let Some(call) = site.call else { continue };
+            let arg = call
+                .field("arguments")
+                .and_then(|a| named_children(a).get(position).copied())?;
+            let (enclosing, scope) = self.enclosing(l, call);
+            let mut envs = match enclosing {
+                Some(g) if l.index.decl(g).template.is_some() && g != f => self.envs_of(l, g, depth + 1),
+                _ => vec![TemplateEnv::new()],
+            };
+            if envs.is_empty() {
+                envs.push(TemplateEnv::new());
             }
-            let frag: &'u Fragment = frag;
-            let root = syntax::tree(frag).root_node();
-            for site in uses(frag, root, &name) {
-                let Some(call) = site.call else { continue };
-                let arg = call
-                    .field("arguments")
-                    .and_then(|a| named_children(a).get(position).copied())?;
-                let (enclosing, scope) = self.enclosing(l, call);
-                let mut envs = match enclosing {
-                    Some(g) if l.index.decl(g).template.is_some() && g != f => self.envs_of(l, g, depth + 1),
-                    _ => vec![TemplateEnv::new()],
+            for env in envs {
+                let ctx = Ctx {
+                    frag,
+                    scope,
+                    tenv: Rc::new(env),
+                    class: None,
                 };
-                if envs.is_empty() {
-                    envs.push(TemplateEnv::new());
-                }
-                for env in envs {
-                    let ctx = Ctx {
-                        frag,
-                        scope,
-                        tenv: Rc::new(env),
-                        class: None,
+                let shapes = l.in_ctx(ctx, |l2| {
+                    l2.blocks.push(Vec::new());
+                    if let Some(g) = enclosing {
+                        l2.bind_host_params(g);
+                    }
+                    let facts = l2.bind_preceding_constants(call);
+                    let facts: Vec<super::Value> = facts.iter().filter_map(|x| l2.host_fact(*x)).collect();
+                    let v = l2.scratch_expr(arg);
+                    let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
+                    // Only a `dim3` (or an integer) is a shape; no
+                    // facts relate it to the kernel's arguments here.
+                    let shapes = match &v {
+                        super::Value::Agg(super::Type::Vector(_), _) | super::Value::Scalar(..) => {
+                            launch_shapes(None, &v, &[], &facts, stmts)
+                        }
+                        _ => None,
                     };
-                    let shapes = l.in_ctx(ctx, |l2| {
-                        l2.blocks.push(Vec::new());
-                        if let Some(g) = enclosing {
-                            l2.bind_host_params(g);
-                        }
-                        let facts = l2.bind_preceding_constants(call);
-                        let facts: Vec<super::Value> = facts.iter().filter_map(|x| l2.host_fact(*x)).collect();
-                        let v = l2.scratch_expr(arg);
-                        let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                        // Only a `dim3` (or an integer) is a shape; no
-                        // facts relate it to the kernel's arguments here.
-                        let shapes = match &v {
-                            super::Value::Agg(super::Type::Vector(_), _) | super::Value::Scalar(..) => {
-                                launch_shapes(None, &v, &[], &facts, stmts)
-                            }
-                            _ => None,
-                        };
-                        l2.blocks.pop();
-                        shapes
-                    })?;
-                    for s in shapes {
-                        if !out.contains(&s) {
-                            out.push(s);
-                        }
+                    l2.blocks.pop();
+                    shapes
+                })?;
+                for s in shapes {
+                    if !out.contains(&s) {
+                        out.push(s);
                     }
                 }
             }
@@ -944,6 +930,20 @@ fn operand_of<'t>(n: Node<'t>) -> Option<(Node<'t>, usize)> {
     let call = list.parent().filter(|p| p.kind() == "call_expression")?;
     let at = named_children(list).iter().position(|c| c.id() == n.id())?;
     Some((call, at))
+}
+
+/// The uses of `name` in every fragment of the unit, with their fragment.
+fn unit_uses<'u>(l: &Lowerer<'u>, name: &str) -> Vec<(&'u Fragment, Use<'u>)> {
+    let mut out = Vec::new();
+    for frag in l.unit.fragments.iter() {
+        if !frag.text.contains(name) {
+            continue;
+        }
+        let frag: &'u Fragment = frag;
+        let root = syntax::tree(frag).root_node();
+        out.extend(uses(frag, root, name).into_iter().map(|u| (frag, u)));
+    }
+    out
 }
 
 /// Uses of `name` under `root`: template-ids `name<…>` and plain calls `name(…)`.

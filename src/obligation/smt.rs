@@ -1640,16 +1640,21 @@ impl<'a> Encoder<'a> {
         solver.check() != SatResult::Unsat
     }
 
-    /// Decides whether records `i` and `j` conflict.
-    /// Decides one pair: first with hard operations abstracted (most
-    /// race-freedom proofs need only that both threads compute a stride
-    /// alike), then exactly.
+    /// Decides whether records `i` and `j` conflict: first with hard
+    /// operations abstracted (most race-freedom proofs need only that both
+    /// threads compute a stride alike), then exactly.
     pub fn check_pair(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
+        self.two_passes(|this| this.check_pair_once(i, j, shared))
+    }
+
+    /// Runs `once` with hard operations abstracted under a quarter of the
+    /// time (proofs), then, unless that settled it, exactly (witnesses).
+    fn two_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
         self.hints.clear();
         self.abstract_ops = true;
         let full = self.timeout_ms;
         self.timeout_ms = (full / 4).max(100);
-        let first = self.check_pair_once(i, j, shared);
+        let first = once(self);
         self.timeout_ms = full;
         self.abstract_ops = false;
         // Without abstractions the first pass was exact: only its timeout
@@ -1657,7 +1662,7 @@ impl<'a> Encoder<'a> {
         if matches!(first, Outcome::Unsat) || (!self.abstracted && !matches!(first, Outcome::Unknown(_))) {
             return first;
         }
-        self.check_pair_once(i, j, shared)
+        once(self)
     }
 
     fn check_pair_once(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
@@ -1670,16 +1675,32 @@ impl<'a> Encoder<'a> {
         facts.extend(side);
         self.exit_facts(&mut syms, &mut facts);
         self.symbol_facts(&syms, &mut facts);
+        self.decide(facts, &conflict, &format!("{i}_{j}"), &syms, |this, m| {
+            this.witness(m, a, b, &syms)
+        })
+    }
+
+    /// Asserts `facts` and `goal` on a fresh solver and solves: `Sat` with
+    /// the witness `witness` reads from the model, and whether loaded data
+    /// decides it.
+    fn decide(
+        &mut self,
+        mut facts: Vec<Bool>,
+        goal: &Bool,
+        name: &str,
+        syms: &[Vec<SymbolId>; 2],
+        witness: impl FnOnce(&mut Self, &z3::Model) -> Witness,
+    ) -> Outcome {
         let solver = self.new_solver();
         facts.extend(self.product_lemmas());
         facts.append(&mut self.defs.clone());
         for f in &facts {
             solver.assert(f);
         }
-        solver.assert(&conflict);
+        solver.assert(goal);
         self.dump(
             &solver,
-            &format!("{i}_{j}{}", if self.abstract_ops { "_abstract" } else { "" }),
+            &format!("{name}{}", if self.abstract_ops { "_abstract" } else { "" }),
         );
         match self.solve(&solver) {
             (SatResult::Unsat, _) => Outcome::Unsat,
@@ -1687,9 +1708,9 @@ impl<'a> Encoder<'a> {
                 Outcome::Unknown("an abstraction's model".into())
             }
             (SatResult::Sat, Some(m)) => {
-                let witness = self.witness(&m, a, b, &syms);
+                let witness = witness(self, &m);
                 let t = std::time::Instant::now();
-                let input_dependent = self.input_dependent(&m, &syms, &facts, &conflict);
+                let input_dependent = self.input_dependent(&m, syms, &facts, goal);
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
                     eprintln!("  input dependence: {} ms", t.elapsed().as_millis());
                 }

@@ -12,7 +12,6 @@
 use std::collections::HashSet;
 
 use z3::ast::{Bool, Int};
-use z3::SatResult;
 
 use super::{int, Encoder, Outcome};
 use crate::ir::access::Group;
@@ -144,17 +143,7 @@ impl Encoder<'_> {
     /// Decides one participation obligation: first with hard operations
     /// abstracted (proofs), then exactly (witnesses).
     pub fn check_goal(&mut self, goal: Goal) -> Outcome {
-        self.hints.clear();
-        self.abstract_ops = true;
-        let full = self.timeout_ms;
-        self.timeout_ms = (full / 4).max(100);
-        let first = self.check_goal_once(goal);
-        self.timeout_ms = full;
-        self.abstract_ops = false;
-        if matches!(first, Outcome::Unsat) || (!self.abstracted && !matches!(first, Outcome::Unknown(_))) {
-            return first;
-        }
-        self.check_goal_once(goal)
+        self.two_passes(|this| this.check_goal_once(goal))
     }
 
     fn check_goal_once(&mut self, goal: Goal) -> Outcome {
@@ -172,36 +161,10 @@ impl Encoder<'_> {
         let syms = [syms0, syms1];
         let (formula, mut facts) = self.goal_formula(goal, &parts);
         self.symbol_facts(&syms, &mut facts);
-        let solver = self.new_solver();
-        facts.extend(self.product_lemmas());
-        facts.append(&mut self.defs.clone());
-        for f in &facts {
-            solver.assert(f);
-        }
-        solver.assert(&formula);
-        self.dump(
-            &solver,
-            &format!("{goal:?}{}", if self.abstract_ops { "_abstract" } else { "" }).replace(' ', ""),
-        );
-        match self.solve(&solver) {
-            (SatResult::Unsat, _) => Outcome::Unsat,
-            (SatResult::Sat, Some(_)) if self.abstract_ops && self.abstracted => {
-                Outcome::Unknown("an abstraction's model".into())
-            }
-            (SatResult::Sat, Some(m)) => {
-                let witness = self.participation_witness(&m, goal, &parts, &syms);
-                let input_dependent = self.input_dependent(&m, &syms, &facts, &formula);
-                Outcome::Sat {
-                    witness: Box::new(witness),
-                    input_dependent,
-                }
-            }
-            _ => Outcome::Unknown(
-                solver
-                    .get_reason_unknown()
-                    .unwrap_or_else(|| "the solver gave up".into()),
-            ),
-        }
+        let name = format!("{goal:?}").replace(' ', "");
+        self.decide(facts, &formula, &name, &syms, |this, m| {
+            this.participation_witness(m, goal, &parts, &syms)
+        })
     }
 
     fn participation_witness(
