@@ -42,6 +42,29 @@ pub enum Format {
     Sarif,
 }
 
+/// When the human report uses colour.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Color {
+    /// On a terminal, unless `NO_COLOR` is set.
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Whether to colour output written to standard output.
+    pub fn enabled(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+            }
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ListFormat {
     Human,
@@ -132,6 +155,21 @@ pub struct CheckArgs {
     pub common: Common,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    /// Colour in the human report.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: Color,
+    /// Only findings not in this baseline fail (a file `--write-baseline` wrote).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write every finding not suppressed in source to FILE, as the
+    /// baseline later runs compare with; the run then fails only on
+    /// suppressions that cannot be honoured.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Include each kernel's wall-clock time (`time_ms`) in JSON; without it
+    /// the JSON of a run is the same whatever the machine's load or `--jobs`.
+    #[arg(long)]
+    pub timings: bool,
     /// Files or directories (default: the current directory).
     pub paths: Vec<PathBuf>,
 }

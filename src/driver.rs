@@ -42,6 +42,8 @@ pub struct KernelEntry {
     pub name: String,
     /// The kernel's name in its definition.
     pub span: Span,
+    /// The whole definition, `template <…>` included.
+    pub definition: Span,
     pub template_params: Vec<String>,
     /// Distinct template argument tuples found for it (in the unit that lowered it).
     pub instantiations: usize,
@@ -53,9 +55,6 @@ pub struct KernelEntry {
     /// For each lowered instantiation, the block shapes its launch sites
     /// use, when every launch site of it determines one.
     pub launch_blocks: Vec<Option<Vec<LaunchShape>>>,
-    /// Time spent lowering the instantiations: it counts against the
-    /// kernel's check budget.
-    pub lower_time: std::time::Duration,
     /// What kept any instantiation from lowering completely, deduplicated.
     pub unknowns: Vec<Unknown>,
 }
@@ -264,7 +263,6 @@ pub fn lower_files(
             let mut blocks: Vec<Option<Vec<LaunchShape>>> = Vec::new();
             let mut trapping: Vec<(Kernel, Option<Vec<LaunchShape>>)> = Vec::new();
             let mut covered = 0;
-            let lowering = std::time::Instant::now();
             for args in candidates.iter().take(MAX_TRIED) {
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
                 let b = launch_blocks(&launches, args, &k);
@@ -306,10 +304,10 @@ pub fn lower_files(
             let entry = KernelEntry {
                 name: def.name.clone(),
                 span: def.span,
+                definition: def.definition,
                 template_params: def.template_params.clone(),
                 instantiations: tuples.len(),
                 covered,
-                lower_time: lowering.elapsed(),
                 kernels,
                 launch_blocks: blocks,
                 unknowns,
@@ -515,18 +513,16 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
         unit_grid: used_grid.map(|u| !u),
     };
     let defaults = MemoryOptions::default();
-    let timeout_ms = if options.timeout_ms == 0 {
-        defaults.timeout_ms
+    let work = if options.timeout_ms == 0 {
+        defaults.work
     } else {
-        options.timeout_ms
+        crate::obligation::smt::work_for_ms(options.timeout_ms)
     };
     MemoryOptions {
         shape,
-        timeout_ms,
+        work,
         // A longer obligation limit widens the kernel's budget with it.
-        budget: defaults
-            .budget
-            .max(std::time::Duration::from_millis(timeout_ms.saturating_mul(3))),
+        budget: defaults.budget.max(work.saturating_mul(3)),
         ..defaults
     }
 }
@@ -633,8 +629,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             // then hold vacuously).
             let mut model = model_for(&mut models, k, &facts);
             if !facts.is_empty()
-                && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), options.timeout_ms.max(1))
-                    .launch_consistent()
+                && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), mopts.work).launch_consistent()
             {
                 model = model_for(&mut models, k, &[]);
                 let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
@@ -646,11 +641,14 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             jobs.push((k, model, mopts));
         }
     }
-    // One budget per kernel, lowering included.
-    let budget = memory_options(e.kernel(), options).budget.saturating_sub(e.lower_time);
+    // One solver budget per kernel, counted in work (not time) so that the
+    // verdicts do not depend on the machine's load.
+    let budget = memory_options(e.kernel(), options).budget;
+    let solving = crate::obligation::smt::work_done();
+    let spent = || crate::obligation::smt::work_done() - solving;
     for (k, model, mopts) in &jobs {
         let mut mopts = mopts.clone();
-        mopts.budget = (budget / 2).saturating_sub(started.elapsed());
+        mopts.budget = (budget / 2).saturating_sub(spent());
         let part = crate::obligation::participation::check_participation(k, model, &mopts);
         participation = join(participation, part.verdict);
         // One alarm per statement and kind across instantiations and shapes.
@@ -671,7 +669,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     {
         for (k, model, mopts) in &jobs {
             let mut mopts = mopts.clone();
-            mopts.budget = budget.saturating_sub(started.elapsed());
+            mopts.budget = budget.saturating_sub(spent());
             let result = crate::obligation::check_memory(k, model, &mopts);
             memory = join(memory, result.verdict);
             alarms.extend(result.alarms);
@@ -732,6 +730,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     KernelResult {
         kernel: e.name.clone(),
         span: e.span,
+        definition: e.definition,
         template_args: e
             .kernel()
             .template_args

@@ -1,7 +1,7 @@
 //! warpdrf: a static checker for the WarpDRF contract of CUDA kernels.
 //!
 //! Pipeline (see `ARCHITECTURE.md`): `preprocess` → `syntax` → `lower` →
-//! `ir` → analyses → `verdict` → `report`, sequenced by `driver`.
+//! `ir` → analyses → `verdict` → `triage` → `report`, sequenced by `driver`.
 pub mod cli;
 pub mod driver;
 pub mod ir;
@@ -12,4 +12,5 @@ pub mod preprocess;
 pub mod report;
 pub mod source;
 pub mod syntax;
+pub mod triage;
 pub mod verdict;

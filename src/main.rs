@@ -9,7 +9,6 @@ use warpdrf::cli::{self, Cli, Command};
 use warpdrf::driver;
 use warpdrf::report;
 use warpdrf::source::SourceDb;
-use warpdrf::verdict::Verdict;
 
 /// Writes to standard output; a closed pipe (`warpdrf … | head`) is not an error.
 fn out(text: &str) {
@@ -63,42 +62,71 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let inputs = driver::collect_inputs(&paths).map_err(|e| e.to_string())?;
             let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
             report_diagnostics(&db, &diagnostics);
+            let baseline = match &args.baseline {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| format!("cannot read the baseline {}: {e}", path.display()))?;
+                    Some(
+                        warpdrf::triage::Baseline::parse(&text)
+                            .map_err(|e| format!("{}: {e}", path.display()))?,
+                    )
+                }
+                None => None,
+            };
             let results = driver::check(&db, &entries, &opts);
+            let mut report = warpdrf::triage::triage(&db, results, baseline.as_ref());
+            if let Some(path) = &args.write_baseline {
+                let written = warpdrf::triage::Baseline::of(&db, &report);
+                let text = serde_json::to_string_pretty(&written).expect("baselines serialize");
+                std::fs::write(path, format!("{text}\n"))
+                    .map_err(|e| format!("cannot write the baseline {}: {e}", path.display()))?;
+                eprintln!(
+                    "warpdrf: wrote {} findings to the baseline {}",
+                    written.findings.len(),
+                    path.display()
+                );
+                report = warpdrf::triage::triage(&db, report.results, Some(&written));
+            }
             match args.format {
                 cli::Format::Json => {
-                    let v = report::json::check(&db, "cuda", opts.lower.warp_size, &results);
+                    let v = report::json::check(&db, "cuda", opts.lower.warp_size, &report, args.timings);
                     out(&format!(
                         "{}\n",
                         serde_json::to_string_pretty(&v).expect("JSON values serialize")
                     ));
                 }
-                cli::Format::Short => {
-                    for r in &results {
-                        out(&report::short::kernel(&db, r));
-                    }
+                cli::Format::Sarif => {
+                    let v = report::sarif::check(&db, &report, opts.lower.warp_size);
+                    out(&format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&v).expect("SARIF values serialize")
+                    ));
                 }
-                other => {
-                    if other != cli::Format::Human {
-                        return Err(
-                            format!("--format {other:?} is not implemented yet; use human, short or json")
-                                .to_lowercase(),
-                        );
+                cli::Format::Short => {
+                    for i in 0..report.results.len() {
+                        out(&report::short::kernel(&db, &report, i));
                     }
-                    if results.is_empty() {
+                    out(&report::short::problems(&db, &report));
+                }
+                cli::Format::Human => {
+                    let colour = args.color.enabled();
+                    if report.results.is_empty() {
                         eprintln!("warpdrf: no kernels found");
                     }
-                    for r in &results {
-                        out(&report::human::kernel(&db, r));
+                    for i in 0..report.results.len() {
+                        out(&report::human::kernel(&db, &report, i, colour));
                     }
-                    if !results.is_empty() {
-                        out(&report::human::summary(&results));
+                    out(&report::human::problems(&db, &report, colour));
+                    if !report.results.is_empty() {
+                        out(&report::human::summary(&report));
                     }
                 }
             }
-            let all_pass = results
-                .iter()
-                .all(|r| r.memory == Verdict::Pass && r.participation == Verdict::Pass);
-            Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if report.failing() == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Rule(args) => match args.code.as_deref() {
             None => {

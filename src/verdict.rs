@@ -54,6 +54,8 @@ pub struct KernelResult {
     pub kernel: String,
     /// The kernel's name in its definition.
     pub span: Span,
+    /// The whole definition, `template <…>` included.
+    pub definition: Span,
     pub template_args: Vec<(String, String)>,
     pub launch: Launch,
     pub memory: Verdict,
@@ -92,6 +94,21 @@ pub struct ThreadWitness {
     pub exists: bool,
 }
 
+/// A value of the data (a load, a collective's result, something not
+/// modelled) in a witness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputValue {
+    /// The analysis's name of the value (`ld#9`).
+    pub name: String,
+    /// What it is, in words: "a load from `keys`", "the result of `__ballot_sync`".
+    pub what: String,
+    /// Where the value comes from.
+    pub span: Span,
+    /// Which thread of the witness (0 or 1) holds it.
+    pub thread: usize,
+    pub value: String,
+}
+
 /// A concrete execution that breaks a condition: the two threads and the
 /// values that decide it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,10 +118,13 @@ pub struct Witness {
     pub grid_dim: [u64; 3],
     /// Scalar parameters the conflict involves: (name, value).
     pub params: Vec<(String, String)>,
-    /// Loaded or unmodelled values the conflict involves: (what, value).
-    pub inputs: Vec<(String, String)>,
+    /// Loaded or unmodelled values the conflict involves.
+    pub inputs: Vec<InputValue>,
     /// What else decides it, in words (a mask's value and its missing lane).
     pub notes: Vec<String>,
+    /// For a divergent collective: the branch whose condition differs
+    /// between the two threads, and its value in each.
+    pub branch: Option<(Span, [bool; 2])>,
 }
 
 /// The stable codes of the kinds of alarm (`warpdrf rule CODE` documents

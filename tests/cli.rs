@@ -27,11 +27,18 @@ fn a_race_is_reported_with_its_two_threads() {
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("memory=alarm"), "{stdout}");
     assert!(stdout.contains("memory/shared-race"), "{stdout}");
-    let threads = stdout
+    // The witness table has a row per thread, A and B; the labels name them
+    // at the two accesses.
+    let rows = stdout
         .lines()
-        .filter(|l| l.trim_start().starts_with("thread ("))
+        .filter(|l| {
+            let l = l.trim_start_matches([' ', '=']).trim_start();
+            l.starts_with("A  (") || l.starts_with("B  (")
+        })
         .count();
-    assert_eq!(threads, 2, "{stdout}");
+    assert_eq!(rows, 2, "{stdout}");
+    assert!(stdout.contains("A: thread (") && stdout.contains("B: thread ("), "{stdout}");
+    assert!(stdout.contains("help: "), "{stdout}");
 }
 
 #[test]

@@ -40,7 +40,14 @@ fn front_end(path: &Path) -> usize {
                 let _ = k.to_string();
             }
         }
-        let _ = warpdrf::report::json::check(&db, "cuda", 32, &results);
+        // Every rendering of whatever came out.
+        let report = warpdrf::triage::triage(&db, results, None);
+        let _ = warpdrf::report::json::check(&db, "cuda", 32, &report, true);
+        let _ = warpdrf::report::sarif::check(&db, &report, 32);
+        for i in 0..report.results.len() {
+            let _ = warpdrf::report::human::kernel(&db, &report, i, true);
+            let _ = warpdrf::report::short::kernel(&db, &report, i);
+        }
         entries.len()
     })
 }

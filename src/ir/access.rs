@@ -167,6 +167,9 @@ pub struct SyncRecord {
     /// When the thread executes it, given that it is in the iterations
     /// `loops` (without facts of earlier loops' exits: see `passes::accesses`).
     pub reach: Term,
+    /// The branches that decide `reach`, outermost first: (the `if`, its
+    /// condition), for explanations.
+    pub guards: Vec<(Span, Term)>,
     /// The member mask; `None` when the primitive names no mask (it implies
     /// the whole group).
     pub mask: Option<Term>,

@@ -187,6 +187,8 @@ pub struct KernelDef {
     pub name: String,
     /// The kernel's name in its definition.
     pub span: Span,
+    /// The whole definition, `template <…>` included.
+    pub definition: Span,
     /// Template parameters as written (`int N`, `typename T = float`).
     pub template_params: Vec<String>,
 }
@@ -217,6 +219,7 @@ pub fn kernel_defs(index: &Index) -> Vec<KernelDef> {
                 decl: k.decl,
                 name: d.name.clone(),
                 span: syntax::span(d.frag, name_node),
+                definition: syntax::span(d.frag, d.template.and_then(|t| t.parent()).unwrap_or(d.node)),
                 template_params,
             }
         })

@@ -12,7 +12,7 @@ pub mod participation;
 pub mod smt;
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::ir::access::{AccessModel, Origin};
 use crate::ir::term::{Term, TermKind};
@@ -25,20 +25,21 @@ pub use smt::Shape;
 #[derive(Clone, Debug)]
 pub struct MemoryOptions {
     pub shape: Shape,
-    pub timeout_ms: u64,
+    /// Solver work for one obligation (`--timeout-ms` in [`smt::Work`]).
+    pub work: smt::Work,
     /// Most alarms reported per kernel (the verdict is decided by the first).
     pub max_alarms: usize,
-    /// Time for all obligations of one kernel; what is left undecided is `unknown`.
-    pub budget: Duration,
+    /// Work for all obligations of one kernel; what is left undecided is `unknown`.
+    pub budget: smt::Work,
 }
 
 impl Default for MemoryOptions {
     fn default() -> Self {
         MemoryOptions {
             shape: Shape::default(),
-            timeout_ms: 2_000,
+            work: smt::work_for_ms(2_000),
             max_alarms: 32,
-            budget: Duration::from_secs(6),
+            budget: smt::work_for_ms(6_000),
         }
     }
 }
@@ -180,7 +181,7 @@ fn describe(kind: AccessKind) -> &'static str {
 
 /// Decides the memory-ordering condition of one kernel instantiation.
 pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
-    let started = Instant::now();
+    let started = smt::work_done();
     let mut stats = Stats {
         records: model.records.len(),
         ..Default::default()
@@ -199,7 +200,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
             collect_leaves(t, &mut run.leaves);
         }
     }
-    let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.timeout_ms);
+    let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.work);
     // Accesses per object; memory the analysis cannot trace may be any object
     // of its space.
     let mut by_object: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
@@ -249,7 +250,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         if run.alarms.len() >= options.max_alarms {
             break;
         }
-        if started.elapsed() > options.budget {
+        if smt::work_done() - started > options.budget {
             out_of_time = true;
             break;
         }
@@ -264,7 +265,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
     } = run;
     if out_of_time {
         unknowns.push(UnknownItem {
-            reason: "the memory check ran out of the kernel's time budget before deciding every pair of accesses"
+            reason: "the memory check ran out of the kernel's solver budget before deciding every pair of accesses"
                 .into(),
             span: kernel.span,
         });
@@ -360,7 +361,7 @@ impl Run<'_> {
         encoder: &mut smt::Encoder,
         recs: &[usize],
         shared: bool,
-        started: Instant,
+        started: smt::Work,
         stats: &mut Stats,
     ) -> bool {
         let model = self.model;
@@ -382,12 +383,12 @@ impl Run<'_> {
                 if self.alarms.len() >= self.options.max_alarms {
                     return true;
                 }
-                if started.elapsed() > self.options.budget {
+                let left = self.options.budget.saturating_sub(smt::work_done() - started);
+                if left == 0 {
                     return false;
                 }
                 let t0 = Instant::now();
-                let left = self.options.budget.saturating_sub(started.elapsed());
-                encoder.set_timeout(self.options.timeout_ms.min(left.as_millis() as u64).max(1));
+                encoder.set_allowance(self.options.work.min(left));
                 let outcome = encoder.check_pair(i, j, shared);
                 let ms = t0.elapsed().as_millis() as u64;
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {

@@ -127,14 +127,14 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
 
 /// Decides the participation condition of one kernel instantiation.
 pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> ParticipationResult {
-    let started = Instant::now();
+    let started = smt::work_done();
     let goals = obligations(model, options);
     let mut stats = Stats {
         records: model.syncs.len(),
         pairs: goals.len(),
         ..Default::default()
     };
-    let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.timeout_ms);
+    let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.work);
     let mut alarms: Vec<Alarm> = Vec::new();
     let mut unknowns: Vec<UnknownItem> = Vec::new();
     let mut alarmed: HashSet<(String, Span, Span)> = HashSet::new();
@@ -163,12 +163,12 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
         if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms {
             continue;
         }
-        let left = options.budget.saturating_sub(started.elapsed());
-        if left.is_zero() {
+        let left = options.budget.saturating_sub(smt::work_done() - started);
+        if left == 0 {
             out_of_time = true;
             break;
         }
-        encoder.set_timeout(options.timeout_ms.min(left.as_millis() as u64).max(1));
+        encoder.set_allowance(options.work.min(left));
         let t = Instant::now();
         let outcome = encoder.check_goal(goal);
         let ms = t.elapsed().as_millis() as u64;
@@ -210,7 +210,7 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
     }
     if out_of_time {
         unknowns.push(UnknownItem {
-            reason: "the participation check ran out of the kernel's time budget".into(),
+            reason: "the participation check ran out of the kernel's solver budget".into(),
             span: kernel.span,
         });
     }

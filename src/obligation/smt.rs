@@ -25,7 +25,7 @@
 //! functions: equal inputs give equal results, nothing more.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use z3::ast::{Ast, Bool, Dynamic, Int, BV};
 use z3::{FuncDecl, Params, SatResult, Solver, Sort};
@@ -37,6 +37,50 @@ use crate::verdict::{ThreadWitness, Witness};
 
 mod participation;
 pub use participation::Goal;
+
+/// Solver work in Z3's resource units (`rlimit`). Limits are set in work,
+/// not milliseconds: the same query costs the same work on any machine and
+/// under any load, so which obligations a limit leaves undecided does not
+/// depend on `--jobs` or on what else the machine runs (byte-identical
+/// reports). A wall-clock limit stays as a safety net, several times wider.
+pub type Work = u64;
+
+/// Work per millisecond of solving, measured on ggml's obligations on the
+/// reference machine (2-core VM): converts `--timeout-ms` into work.
+pub const WORK_PER_MS: Work = 500;
+
+/// How many times the work's nominal duration a check may take by the clock
+/// before it is stopped anyway.
+const WALL_SAFETY: u64 = 6;
+
+/// The work limit that `ms` milliseconds nominally stand for.
+pub fn work_for_ms(ms: u64) -> Work {
+    ms.saturating_mul(WORK_PER_MS)
+}
+
+/// The work this thread's Z3 context has done so far (every solver of a
+/// context reports the context's count).
+pub fn work_done() -> Work {
+    let solver = Solver::new();
+    solver
+        .get_statistics()
+        .entries()
+        .find(|e| e.key == "rlimit count")
+        .map_or(0, |e| match e.value {
+            z3::StatisticsValue::UInt(v) => v as Work,
+            z3::StatisticsValue::Double(v) => v as Work,
+        })
+}
+
+/// Limits `solver`'s next checks to `work`, and by the clock to
+/// [`WALL_SAFETY`] times its nominal duration.
+fn limit(solver: &Solver, work: Work) {
+    let mut params = Params::new();
+    params.set_u32("rlimit", work.clamp(1, u32::MAX as Work) as u32);
+    let wall = (work / WORK_PER_MS).saturating_mul(WALL_SAFETY).saturating_add(1_000);
+    params.set_u32("timeout", wall.min(u32::MAX as u64) as u32);
+    solver.set_params(&params);
+}
 
 /// What one solver call concluded.
 pub enum Outcome {
@@ -166,7 +210,8 @@ pub struct Encoder<'a> {
     kernel: &'a Kernel,
     model: &'a AccessModel,
     shape: Shape,
-    timeout_ms: u64,
+    /// Work for each obligation.
+    allowance: Work,
     /// Per solver session: encodings, definitions, abstractions.
     cache: BTreeMap<(u32, usize), Dynamic>,
     defs: Vec<Bool>,
@@ -201,7 +246,7 @@ pub struct Encoder<'a> {
 }
 
 impl<'a> Encoder<'a> {
-    pub fn new(kernel: &'a Kernel, model: &'a AccessModel, shape: Shape, timeout_ms: u64) -> Encoder<'a> {
+    pub fn new(kernel: &'a Kernel, model: &'a AccessModel, shape: Shape, allowance: Work) -> Encoder<'a> {
         let mut read_only = vec![true; kernel.objects.len()];
         let mut untraced_writes = HashSet::new();
         for r in &model.records {
@@ -222,7 +267,7 @@ impl<'a> Encoder<'a> {
             kernel,
             model,
             shape,
-            timeout_ms,
+            allowance,
             cache: BTreeMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
@@ -243,9 +288,9 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    /// The time for each following obligation.
-    pub fn set_timeout(&mut self, ms: u64) {
-        self.timeout_ms = ms;
+    /// The work for each following obligation.
+    pub fn set_allowance(&mut self, work: Work) {
+        self.allowance = work;
     }
 
     /// Starts a new solver session: encodings and abstractions are per solver.
@@ -265,9 +310,7 @@ impl<'a> Encoder<'a> {
 
     fn new_solver(&self) -> Solver {
         let solver = Solver::new();
-        let mut params = Params::new();
-        params.set_u32("timeout", self.timeout_ms.min(u32::MAX as u64) as u32);
-        solver.set_params(&params);
+        limit(&solver, self.allowance);
         solver
     }
 
@@ -1117,9 +1160,9 @@ impl<'a> Encoder<'a> {
         const LINEAR_ROUNDS: usize = 16;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let started = Instant::now();
-        let deadline = started + Duration::from_millis(self.timeout_ms);
-        // Heuristic queries (pinned launch values) get a slice of the time.
-        let slice = Duration::from_millis((self.timeout_ms / 8).max(250));
+        let deadline = work_done() + self.allowance;
+        // Heuristic queries (pinned launch values) get a slice of the work.
+        let slice = (self.allowance / 8).max(work_for_ms(250));
         // The abstract pass's launch and iteration values, tried first.
         if !self.hints.is_empty() {
             let hints = std::mem::take(&mut self.hints);
@@ -1132,7 +1175,7 @@ impl<'a> Encoder<'a> {
                     Some(v.eq(int(value)))
                 })
                 .collect();
-            let until = (Instant::now() + slice).min(deadline);
+            let until = (work_done() + slice).min(deadline);
             if let Some(found) = self.pinned_to(solver, &pins, until) {
                 if debug {
                     eprintln!("  hinted: sat at {:?}", started.elapsed());
@@ -1172,7 +1215,7 @@ impl<'a> Encoder<'a> {
             // model's. Lemmas learnt under pins hold without them.
             if !pinned && !self.uniform_leaves.is_empty() {
                 pinned = true;
-                let until = (Instant::now() + slice).min(deadline);
+                let until = (work_done() + slice).min(deadline);
                 let small: Vec<Bool> = self
                     .uniform_leaves
                     .iter()
@@ -1216,7 +1259,7 @@ impl<'a> Encoder<'a> {
 
     /// Refinement with the uniform leaves fixed to `m`'s values: an exact
     /// model if one is found in a few rounds. Its lemmas also go to `solver`.
-    fn pinned(&mut self, solver: &Solver, m: &z3::Model, until: Instant) -> Option<z3::Model> {
+    fn pinned(&mut self, solver: &Solver, m: &z3::Model, until: Work) -> Option<z3::Model> {
         let pins: Vec<Bool> = self
             .uniform_leaves
             .iter()
@@ -1227,7 +1270,7 @@ impl<'a> Encoder<'a> {
 
     /// Refinement under `pins`: an exact model if one is found in a few
     /// rounds. Its lemmas also go to `solver`.
-    fn pinned_to(&mut self, solver: &Solver, pins: &[Bool], until: Instant) -> Option<z3::Model> {
+    fn pinned_to(&mut self, solver: &Solver, pins: &[Bool], until: Work) -> Option<z3::Model> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
         for _ in 0..PINNED_ROUNDS {
@@ -1652,10 +1695,10 @@ impl<'a> Encoder<'a> {
     fn two_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
         self.hints.clear();
         self.abstract_ops = true;
-        let full = self.timeout_ms;
-        self.timeout_ms = (full / 4).max(100);
+        let full = self.allowance;
+        self.allowance = (full / 4).max(work_for_ms(100));
         let first = once(self);
-        self.timeout_ms = full;
+        self.allowance = full;
         self.abstract_ops = false;
         // Without abstractions the first pass was exact: only its timeout
         // is worth a second, longer try.
@@ -1769,6 +1812,7 @@ impl<'a> Encoder<'a> {
             params: self.param_values(m, &[&a.offset, &a.pc, &b.offset, &b.pc]),
             inputs: self.input_values(m, syms),
             notes: Vec::new(),
+            branch: None,
         }
     }
 
@@ -1835,15 +1879,29 @@ impl<'a> Encoder<'a> {
     }
 
     /// The values of loaded and unmodelled inputs among each thread's symbols (at most 8).
-    fn input_values(&mut self, m: &z3::Model, syms: &[Vec<SymbolId>; 2]) -> Vec<(String, String)> {
+    fn input_values(&mut self, m: &z3::Model, syms: &[Vec<SymbolId>; 2]) -> Vec<crate::verdict::InputValue> {
         let mut inputs = Vec::new();
         for (inst, list) in syms.iter().enumerate() {
             for &s in list {
                 let info = self.model.symbol(s);
                 if info.is_input() && inputs.len() < 8 {
-                    let name = format!("{} (thread {})", info.name, inst + 1);
+                    let what = match &info.origin {
+                        Origin::Load { object, .. } => {
+                            format!("a load from `{}`", self.kernel.objects[object.index()].name)
+                        }
+                        Origin::Collective { name } => format!("the result of `{name}`"),
+                        Origin::Input { reason } => format!("a value not modelled ({reason})"),
+                        _ => info.name.clone(),
+                    };
+                    let (name, span) = (info.name.clone(), info.span);
                     let d = self.symbol_const(s, inst);
-                    inputs.push((name, self.value(m, &d).to_string()));
+                    inputs.push(crate::verdict::InputValue {
+                        name,
+                        what,
+                        span,
+                        thread: inst,
+                        value: self.value(m, &d).to_string(),
+                    });
                 }
             }
         }
@@ -1901,17 +1959,17 @@ impl<'a> Encoder<'a> {
     }
 }
 
-/// Checks `solver` until `until`, with a model when satisfiable. Z3's
-/// default integer strategy (the `qflia` tactic) sometimes stalls on
-/// problems its plain core solves in milliseconds, and the reverse: a short
-/// first try, then the core on a copy, then the default again with what is
-/// left.
-fn check_model(solver: &Solver, until: Instant) -> (SatResult, Option<z3::Model>) {
-    let now = Instant::now();
-    let left = until.saturating_duration_since(now);
-    let first = now + (left / 4).max(Duration::from_millis(200));
+/// Checks `solver` until the context's work reaches `until`, with a model
+/// when satisfiable. Z3's default integer strategy (the `qflia` tactic)
+/// sometimes stalls on problems its plain core solves in milliseconds, and
+/// the reverse: a short first try, then the core on a copy, then the default
+/// again with what is left.
+fn check_model(solver: &Solver, until: Work) -> (SatResult, Option<z3::Model>) {
+    let now = work_done();
+    let left = until.saturating_sub(now);
+    let first = now + (left / 4).max(work_for_ms(200));
     let r = check_until(solver, first.min(until));
-    if r != SatResult::Unknown || Instant::now() >= until {
+    if r != SatResult::Unknown || work_done() >= until {
         return (r, if r == SatResult::Sat { solver.get_model() } else { None });
     }
     let core = z3::Tactic::new("simplify")
@@ -1921,8 +1979,8 @@ fn check_model(solver: &Solver, until: Instant) -> (SatResult, Option<z3::Model>
     for a in solver.get_assertions() {
         core.assert(&a);
     }
-    let left = until.saturating_duration_since(Instant::now());
-    let r = check_until(&core, Instant::now() + left / 2);
+    let now = work_done();
+    let r = check_until(&core, now + until.saturating_sub(now) / 2);
     if r != SatResult::Unknown {
         return (r, if r == SatResult::Sat { core.get_model() } else { None });
     }
@@ -1930,15 +1988,13 @@ fn check_model(solver: &Solver, until: Instant) -> (SatResult, Option<z3::Model>
     (r, if r == SatResult::Sat { solver.get_model() } else { None })
 }
 
-/// Checks `solver` with what is left until `until`; none left is `unknown`.
-fn check_until(solver: &Solver, until: Instant) -> SatResult {
-    let left = until.saturating_duration_since(Instant::now());
-    if left.as_millis() == 0 {
+/// Checks `solver` with the work left until `until`; none left is `unknown`.
+fn check_until(solver: &Solver, until: Work) -> SatResult {
+    let left = until.saturating_sub(work_done());
+    if left == 0 {
         return SatResult::Unknown;
     }
-    let mut params = Params::new();
-    params.set_u32("timeout", left.as_millis().min(u32::MAX as u128) as u32);
-    solver.set_params(&params);
+    limit(solver, left);
     solver.check()
 }
 

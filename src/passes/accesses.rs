@@ -59,6 +59,10 @@ struct State {
     /// for another thread). After a loop it is the loop's entry condition:
     /// threads that leave past the loop are the loop record's obligation.
     reach: Term,
+    /// The branches that decide `reach`, outermost first: (the `if`, its
+    /// condition). Only for explaining a divergent collective: the witness
+    /// names the first whose condition differs between its two threads.
+    guards: Vec<(Span, Term)>,
     /// One slot per kernel variable, then the phases.
     vars: Vec<Option<Term>>,
 }
@@ -93,6 +97,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr]) -> AccessModel {
     let mut state = State {
         pc: t.bool(true),
         reach: t.bool(true),
+        guards: Vec::new(),
         vars,
     };
     for f in facts {
@@ -266,6 +271,8 @@ impl<'k> Exec<'k> {
                 let c = self.eval(st, cond);
                 let c = self.terms().cast(ScalarTy::Bool, c);
                 let (pc, reach) = (st.pc.clone(), st.reach.clone());
+                let guards = st.guards.clone();
+                st.guards.push((s.span, c.clone()));
                 let mut then_st = st.clone();
                 then_st.pc = self.terms().and(pc.clone(), c.clone());
                 then_st.reach = self.terms().and(reach.clone(), c.clone());
@@ -279,7 +286,12 @@ impl<'k> Exec<'k> {
                 let else_st = std::mem::replace(st, then_st.clone());
                 let whole = then_st.pc.id == then_pc.id && else_st.pc.id == else_pc.id;
                 let whole_reach = then_st.reach.id == then_reach.id && else_st.reach.id == else_reach.id;
-                *st = self.merge_two(c, then_st, else_st);
+                *st = self.merge_two(c.clone(), then_st, else_st);
+                st.guards = guards;
+                if !whole_reach {
+                    // Some threads left in a branch: the branch decides who is here.
+                    st.guards.push((s.span, c));
+                }
                 if whole {
                     st.pc = pc;
                 }
@@ -318,6 +330,7 @@ impl<'k> Exec<'k> {
         State {
             pc: self.terms().bool(false),
             reach: self.terms().bool(false),
+            guards: st.guards.clone(),
             vars: st.vars.clone(),
         }
     }
@@ -412,6 +425,7 @@ impl<'k> Exec<'k> {
             name,
             group,
             reach: st.reach.clone(),
+            guards: st.guards.clone(),
             mask,
             loops: self.loops.clone(),
             span: s.span,
@@ -495,7 +509,19 @@ impl<'k> Exec<'k> {
                 (None, None) => None,
             })
             .collect();
-        State { pc, reach, vars }
+        let shared = a
+            .guards
+            .iter()
+            .zip(&b.guards)
+            .take_while(|(x, y)| x.0 == y.0 && x.1.id == y.1.id)
+            .count();
+        let guards = a.guards[..shared].to_vec();
+        State {
+            pc,
+            reach,
+            guards,
+            vars,
+        }
     }
 
     /// Joins states whose path conditions exclude each other (the exits to one label).
@@ -506,6 +532,7 @@ impl<'k> Exec<'k> {
             return State {
                 pc: pc.clone(),
                 reach: pc,
+                guards: Vec::new(),
                 vars: vec![None; self.kernel.vars.len() + PHASES],
             };
         };
@@ -1042,6 +1069,9 @@ impl<'k> Exec<'k> {
         let t = &mut self.model.terms;
         st.pc = t.substitute(&st.pc, map, memo);
         st.reach = t.substitute(&st.reach, map, memo);
+        for (_, g) in &mut st.guards {
+            *g = t.substitute(g, map, memo);
+        }
         for v in st.vars.iter_mut().flatten() {
             *v = t.substitute(v, map, memo);
         }
@@ -1059,6 +1089,9 @@ impl<'k> Exec<'k> {
         for r in &mut self.model.syncs[marks.syncs..] {
             r.reach = t.substitute(&r.reach, map, memo);
             r.mask = r.mask.as_ref().map(|m| t.substitute(m, map, memo));
+            for (_, g) in &mut r.guards {
+                *g = t.substitute(g, map, memo);
+            }
         }
         for r in &mut self.model.loops[marks.loops..] {
             r.entry = t.substitute(&r.entry, map, memo);

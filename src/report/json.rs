@@ -4,7 +4,8 @@ use serde_json::{json, Value};
 
 use crate::driver::{KernelEntry, Status};
 use crate::source::{SourceDb, Span};
-use crate::verdict::{Alarm, KernelResult, Witness};
+use crate::triage::{Disposition, Finding, Report};
+use crate::verdict::{Alarm, Witness};
 
 fn span_json(db: &SourceDb, span: Span) -> Value {
     let (line, column) = db.line_col(span);
@@ -45,13 +46,59 @@ pub fn kernels(db: &SourceDb, entries: &[KernelEntry]) -> Value {
     json!({ "kernels": kernels })
 }
 
-/// `warpdrf check --format json` (version 1 of the contract).
-pub fn check(db: &SourceDb, config: &str, warp_size: u32, results: &[KernelResult]) -> Value {
-    let kernels: Vec<Value> = results
+/// How triage treated a finding: `suppressed` (with the reason),
+/// `baseline`, or `open`; and its fingerprint.
+fn triage_json(f: &Finding, into: &mut serde_json::Map<String, Value>) {
+    into.insert("fingerprint".into(), json!(f.fingerprint));
+    match &f.disposition {
+        Disposition::Open => {
+            into.insert("status".into(), json!("open"));
+        }
+        Disposition::Suppressed { reason, .. } => {
+            into.insert("status".into(), json!("suppressed"));
+            into.insert("suppression".into(), json!(reason));
+        }
+        Disposition::Baseline => {
+            into.insert("status".into(), json!("baseline"));
+        }
+    }
+}
+
+/// `warpdrf check --format json` (version 1 of the contract). Wall-clock
+/// time (`time_ms`) only with `timings`: it is the one field that differs
+/// between runs.
+pub fn check(db: &SourceDb, config: &str, warp_size: u32, report: &Report, timings: bool) -> Value {
+    let kernels: Vec<Value> = report
+        .results
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let (line, column) = db.line_col(r.span);
-            json!({
+            let alarms: Vec<Value> = r
+                .alarms
+                .iter()
+                .zip(&report.alarms[i])
+                .map(|(a, f)| {
+                    let mut v = alarm_json(db, a);
+                    if let Value::Object(m) = &mut v {
+                        triage_json(f, m);
+                    }
+                    v
+                })
+                .collect();
+            let unknowns: Vec<Value> = r
+                .unknowns
+                .iter()
+                .zip(&report.unknowns[i])
+                .map(|(u, f)| {
+                    let mut m = serde_json::Map::new();
+                    m.insert("reason".into(), json!(u.reason));
+                    m.insert("span".into(), span_json(db, u.span));
+                    triage_json(f, &mut m);
+                    Value::Object(m)
+                })
+                .collect();
+            let mut v = json!({
                 "file": db.name(r.span.file),
                 "kernel": r.kernel,
                 "line": line,
@@ -61,12 +108,20 @@ pub fn check(db: &SourceDb, config: &str, warp_size: u32, results: &[KernelResul
                 "memory": r.memory,
                 "participation": r.participation,
                 "warpdrf": r.warpdrf(),
-                "alarms": r.alarms.iter().map(|a| alarm_json(db, a)).collect::<Vec<_>>(),
+                "alarms": alarms,
                 "assumptions": r.assumptions,
-                "unknowns": r.unknowns.iter().map(|u| json!({"reason": u.reason, "span": span_json(db, u.span)})).collect::<Vec<_>>(),
-                "time_ms": r.time_ms,
-            })
+                "unknowns": unknowns,
+            });
+            if timings {
+                v["time_ms"] = json!(r.time_ms);
+            }
+            v
         })
+        .collect();
+    let problems: Vec<Value> = report
+        .problems
+        .iter()
+        .map(|p| json!({"kind": p.code, "message": p.message, "span": span_json(db, p.span)}))
         .collect();
     json!({
         "version": 1,
@@ -74,10 +129,12 @@ pub fn check(db: &SourceDb, config: &str, warp_size: u32, results: &[KernelResul
         "config": config,
         "warp_size": warp_size,
         "kernels": kernels,
+        "suppression_problems": problems,
+        "failing": report.failing(),
     })
 }
 
-fn witness_json(db: &SourceDb, w: &Witness) -> Value {
+pub fn witness_json(db: &SourceDb, w: &Witness) -> Value {
     let threads: Vec<Value> = w
         .threads
         .iter()
@@ -99,7 +156,8 @@ fn witness_json(db: &SourceDb, w: &Witness) -> Value {
         "block_dim": w.block_dim,
         "grid_dim": w.grid_dim,
         "params": w.params.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
-        "inputs": w.inputs.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
+        "inputs": w.inputs.iter().map(|i| json!({"name": i.name, "what": i.what, "span": span_json(db, i.span), "thread": i.thread, "value": i.value})).collect::<Vec<_>>(),
+        "branch": w.branch.map(|(s, values)| json!({"span": span_json(db, s), "values": values})),
         "notes": w.notes,
     })
 }

@@ -4,6 +4,7 @@ pub mod diagnostic;
 pub mod human;
 pub mod json;
 pub mod rules;
+pub mod sarif;
 pub mod short;
 
 use crate::driver::{KernelEntry, Status};

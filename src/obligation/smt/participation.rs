@@ -248,6 +248,27 @@ impl Encoder<'_> {
             params: self.param_values(m, &terms),
             inputs: self.input_values(m, syms),
             notes,
+            branch: match goal {
+                Goal::Diverges(i) => self.deciding_branch(m, i),
+                _ => None,
+            },
         }
+    }
+
+    /// The outermost branch around sync record `i` whose condition the
+    /// model gives different values in the two threads. A condition is only
+    /// read where encoding it needs no variable the query did not have
+    /// (those would be unconstrained in the model).
+    fn deciding_branch(&mut self, m: &z3::Model, i: usize) -> Option<(crate::source::Span, [bool; 2])> {
+        let guards = self.model.syncs[i].guards.clone();
+        guards.iter().find_map(|(span, c)| {
+            let before = (self.products.len(), self.divisions.len(), self.declared.len(), self.defs.len(), self.funcs.len());
+            let (a, b) = (self.enc(c, 0), self.enc(c, 1));
+            if (self.products.len(), self.divisions.len(), self.declared.len(), self.defs.len(), self.funcs.len()) != before {
+                return None;
+            }
+            let (a, b) = (self.value(m, &a) != 0, self.value(m, &b) != 0);
+            (a != b).then_some((*span, [a, b]))
+        })
     }
 }
