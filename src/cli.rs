@@ -58,9 +58,7 @@ impl Color {
         match self {
             Color::Always => true,
             Color::Never => false,
-            Color::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
-            }
+            Color::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
         }
     }
 }

@@ -66,10 +66,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
                         .map_err(|e| format!("cannot read the baseline {}: {e}", path.display()))?;
-                    Some(
-                        warpdrf::triage::Baseline::parse(&text)
-                            .map_err(|e| format!("{}: {e}", path.display()))?,
-                    )
+                    Some(warpdrf::triage::Baseline::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?)
                 }
                 None => None,
             };

@@ -92,11 +92,7 @@ fn table(db: &SourceDb, w: &Witness, memory: bool) -> String {
         .collect();
     let mut out = String::from("witness:\n");
     for r in &rows {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}", w = *w))
-            .collect();
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}", w = *w)).collect();
         out.push_str(&format!("  {}\n", cells.join("  ").trim_end()));
     }
     let params: Vec<String> = w.params.iter().map(|(n, v)| format!("{n} = {v}")).collect();
@@ -194,7 +190,11 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
         (Some(w), false) if looping => format!(
             "A ({}) leaves {}; B ({}) stays",
             who(&w.threads[0]),
-            if a.kind == codes::EARLY_EXIT { "past this loop" } else { "this loop" },
+            if a.kind == codes::EARLY_EXIT {
+                "past this loop"
+            } else {
+                "this loop"
+            },
             who(&w.threads[1])
         ),
         (Some(w), false) => format!("executed by A ({})", who(&w.threads[0])),
@@ -214,9 +214,14 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
         if let Some((b, values)) = w.branch {
             let taken = |v: bool| if v { "true" } else { "false" };
             labels.push(Label::secondary(b.file, first_line(db, b)).with_message(format!(
-                "{} for A, {} for B: this branch splits the warp",
+                "{} for A, {} for B: this branch splits the {}",
                 taken(values[0]),
                 taken(values[1]),
+                if a.kind == codes::DIVERGENT_BARRIER {
+                    "block"
+                } else {
+                    "warp"
+                }
             )));
         }
         notes.push(table(db, w, memory));
@@ -231,7 +236,11 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
             notes.push(format!(
                 "note: B ({}) is in the same {} but does not execute it with A",
                 who(&w.threads[1]),
-                if a.kind == codes::DIVERGENT_BARRIER { "block" } else { "warp" }
+                if a.kind == codes::DIVERGENT_BARRIER {
+                    "block"
+                } else {
+                    "warp"
+                }
             ));
         }
         for n in &w.notes {
@@ -246,7 +255,12 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
                         "{} at line {} (`{}`) is {} in thread {}",
                         i.what,
                         line(db, i.span),
-                        db.snippet(Span::new(i.span.file, first_line(db, i.span).start as u32, first_line(db, i.span).end as u32)).trim(),
+                        db.snippet(Span::new(
+                            i.span.file,
+                            first_line(db, i.span).start as u32,
+                            first_line(db, i.span).end as u32
+                        ))
+                        .trim(),
                         i.value,
                         if i.thread == 0 { "A" } else { "B" }
                     )
@@ -294,7 +308,11 @@ impl Renderer {
     }
 
     fn emit(&self, db: &SourceDb, d: &Diagnostic<crate::source::FileId>) -> String {
-        let mut buffer = if self.colour { Buffer::ansi() } else { Buffer::no_color() };
+        let mut buffer = if self.colour {
+            Buffer::ansi()
+        } else {
+            Buffer::no_color()
+        };
         let mut writer = StylesWriter::new(&mut buffer, &self.styles);
         match term::emit_to_write_style(&mut writer, &self.config, db, d) {
             Ok(()) => String::from_utf8_lossy(buffer.as_slice()).into_owned(),
@@ -317,7 +335,9 @@ pub fn kernel(db: &SourceDb, report: &Report, index: usize, colour: bool) -> Str
         verdict(r.participation)
     );
     for (a, f) in r.alarms.iter().zip(&report.alarms[index]) {
-        if matches!(f.disposition, Disposition::Suppressed { .. }) || (report.baseline && f.disposition != Disposition::Open) {
+        if matches!(f.disposition, Disposition::Suppressed { .. })
+            || (report.baseline && f.disposition != Disposition::Open)
+        {
             continue;
         }
         out.push_str(&renderer.emit(db, &diagnostic(db, r, a, f)));

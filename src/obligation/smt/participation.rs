@@ -262,9 +262,22 @@ impl Encoder<'_> {
     fn deciding_branch(&mut self, m: &z3::Model, i: usize) -> Option<(crate::source::Span, [bool; 2])> {
         let guards = self.model.syncs[i].guards.clone();
         guards.iter().find_map(|(span, c)| {
-            let before = (self.products.len(), self.divisions.len(), self.declared.len(), self.defs.len(), self.funcs.len());
+            let before = (
+                self.products.len(),
+                self.divisions.len(),
+                self.declared.len(),
+                self.defs.len(),
+                self.funcs.len(),
+            );
             let (a, b) = (self.enc(c, 0), self.enc(c, 1));
-            if (self.products.len(), self.divisions.len(), self.declared.len(), self.defs.len(), self.funcs.len()) != before {
+            if (
+                self.products.len(),
+                self.divisions.len(),
+                self.declared.len(),
+                self.defs.len(),
+                self.funcs.len(),
+            ) != before
+            {
                 return None;
             }
             let (a, b) = (self.value(m, &a) != 0, self.value(m, &b) != 0);
