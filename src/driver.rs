@@ -644,11 +644,19 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
+    // The clock's net over the kernel: twice the budget's nominal duration.
+    // Only kernels whose queries do little work per second (64-bit index
+    // arithmetic: bignum simplex) reach it; what they leave undecided can
+    // then vary with the machine's load.
+    let nominal_ms = budget / crate::obligation::smt::WORK_PER_MS;
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_millis(nominal_ms.saturating_mul(crate::obligation::smt::WALL_SAFETY));
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;
     for (k, model, mopts) in &jobs {
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
+        mopts.deadline = Some(deadline);
         let part = crate::obligation::participation::check_participation(k, model, &mopts);
         participation = join(participation, part.verdict);
         // One alarm per statement and kind across instantiations and shapes.
@@ -670,6 +678,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         for (k, model, mopts) in &jobs {
             let mut mopts = mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
+            mopts.deadline = Some(deadline);
             let result = crate::obligation::check_memory(k, model, &mopts);
             memory = join(memory, result.verdict);
             alarms.extend(result.alarms);

@@ -183,10 +183,17 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+        // Help and version go to standard output; a bad command line is one
+        // line on standard error (the rest of clap's message is usage).
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("error: bad command line");
+            eprintln!("{} (see --help)", first.trim_end());
+            return ExitCode::from(2);
         }
     };
     let result = driver::with_big_stack(move || run(cli));

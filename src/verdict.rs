@@ -125,6 +125,10 @@ pub struct Witness {
     /// For a divergent collective: the branch whose condition differs
     /// between the two threads, and its value in each.
     pub branch: Option<(Span, [bool; 2])>,
+    /// For a race: barriers written between the two accesses that do not
+    /// order these two threads (a `__syncwarp` for threads of two warps, a
+    /// block barrier for threads of two blocks): (name, where).
+    pub unordering: Vec<(String, Span)>,
 }
 
 /// The stable codes of the kinds of alarm (`warpdrf rule CODE` documents

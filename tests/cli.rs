@@ -61,6 +61,27 @@ fn a_missing_file_fails_the_command() {
     let (code, _, stderr) = warpdrf(&["check", "fixtures/memory/no_such_file.cu"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no_such_file.cu"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_bad_flag_fails_with_one_line() {
+    for args in [
+        &["check", "--no-such-flag", "fixtures/memory"][..],
+        &["check", "--block-dim", "0", "fixtures/memory"],
+        &["check", "--format", "xml", "fixtures/memory"],
+        &["frobnicate"],
+    ] {
+        let (code, stdout, stderr) = warpdrf(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    }
+    // Help is not an error.
+    let (code, stdout, _) = warpdrf(&["check", "--help"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("--baseline"), "{stdout}");
 }
 
 #[test]

@@ -31,6 +31,16 @@ pub struct MemoryOptions {
     pub max_alarms: usize,
     /// Work for all obligations of one kernel; what is left undecided is `unknown`.
     pub budget: smt::Work,
+    /// The clock's safety net over the whole kernel (see `smt::WALL_SAFETY`):
+    /// past it, what is left is `unknown`.
+    pub deadline: Option<Instant>,
+}
+
+impl MemoryOptions {
+    /// The kernel's solver work is spent, or its safety deadline passed.
+    pub fn exhausted(&self, started: smt::Work) -> bool {
+        smt::work_done() - started >= self.budget || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
 }
 
 impl Default for MemoryOptions {
@@ -40,6 +50,7 @@ impl Default for MemoryOptions {
             work: smt::work_for_ms(2_000),
             max_alarms: 32,
             budget: smt::work_for_ms(6_000),
+            deadline: None,
         }
     }
 }
@@ -201,6 +212,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         }
     }
     let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.work);
+    encoder.set_deadline(options.deadline);
     // Accesses per object; memory the analysis cannot trace may be any object
     // of its space.
     let mut by_object: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
@@ -250,7 +262,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         if run.alarms.len() >= options.max_alarms {
             break;
         }
-        if smt::work_done() - started > options.budget {
+        if options.exhausted(started) {
             out_of_time = true;
             break;
         }
@@ -318,11 +330,12 @@ impl Run<'_> {
         ordered((a.span, a.site), (b.span, b.site))
     }
 
-    fn alarm(&mut self, f: smt::Found, space: Space) {
+    fn alarm(&mut self, mut f: smt::Found, space: Space) {
         if !self.alarmed.insert(self.key(f.first, f.second)) {
             return;
         }
         let (a, b) = (&self.model.records[f.first], &self.model.records[f.second]);
+        f.witness.unordering = self.unordering(a.span, b.span, &f.witness);
         let object = &self.kernel.objects[a.object.index()];
         let cross = f.witness.threads[0].block != f.witness.threads[1].block;
         let message = format!(
@@ -354,6 +367,32 @@ impl Run<'_> {
         });
     }
 
+    /// Barriers written between two accesses (same file, in source order)
+    /// whose scope does not hold both threads of the witness: they are what
+    /// the code perhaps meant to order the accesses with.
+    fn unordering(&self, a: Span, b: Span, w: &crate::verdict::Witness) -> Vec<(String, Span)> {
+        use crate::ir::access::Group;
+        if a.file != b.file {
+            return Vec::new();
+        }
+        let (from, to) = (a.start.min(b.start), a.start.max(b.start));
+        let [t, u] = &w.threads;
+        let mut found: Vec<(String, Span)> = Vec::new();
+        for s in &self.model.syncs {
+            let between = s.span.file == a.file && from < s.span.start && s.span.start < to;
+            let misses = match s.group {
+                Group::Lanes(_) => s.name == "__syncwarp" && (t.block != u.block || t.warp != u.warp),
+                Group::Block => s.name.contains("sync") && t.block != u.block,
+                Group::Grid => false,
+            };
+            if between && misses && !found.iter().any(|(_, at)| *at == s.span) {
+                found.push((s.name.clone(), s.span));
+            }
+        }
+        found.sort_by_key(|(_, at)| at.start);
+        found
+    }
+
     /// Checks the pairs of `recs` one by one (after cheap pruning); false when
     /// the time budget ran out.
     fn pairwise(
@@ -383,10 +422,10 @@ impl Run<'_> {
                 if self.alarms.len() >= self.options.max_alarms {
                     return true;
                 }
-                let left = self.options.budget.saturating_sub(smt::work_done() - started);
-                if left == 0 {
+                if self.options.exhausted(started) {
                     return false;
                 }
+                let left = self.options.budget.saturating_sub(smt::work_done() - started);
                 let t0 = Instant::now();
                 encoder.set_allowance(self.options.work.min(left));
                 let outcome = encoder.check_pair(i, j, shared);

@@ -135,6 +135,7 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
         ..Default::default()
     };
     let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.work);
+    encoder.set_deadline(options.deadline);
     let mut alarms: Vec<Alarm> = Vec::new();
     let mut unknowns: Vec<UnknownItem> = Vec::new();
     let mut alarmed: HashSet<(String, Span, Span)> = HashSet::new();
@@ -163,11 +164,11 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
         if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms {
             continue;
         }
-        let left = options.budget.saturating_sub(smt::work_done() - started);
-        if left == 0 {
+        if options.exhausted(started) {
             out_of_time = true;
             break;
         }
+        let left = options.budget.saturating_sub(smt::work_done() - started);
         encoder.set_allowance(options.work.min(left));
         let t = Instant::now();
         let outcome = encoder.check_goal(goal);

@@ -25,7 +25,7 @@
 //! functions: equal inputs give equal results, nothing more.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use z3::ast::{Ast, Bool, Dynamic, Int, BV};
 use z3::{FuncDecl, Params, SatResult, Solver, Sort};
@@ -45,13 +45,17 @@ pub use participation::Goal;
 /// reports). A wall-clock limit stays as a safety net, several times wider.
 pub type Work = u64;
 
-/// Work per millisecond of solving, measured on ggml's obligations on the
-/// reference machine (2-core VM): converts `--timeout-ms` into work.
-pub const WORK_PER_MS: Work = 500;
+/// Work per millisecond of solving, typical of ggml's obligations on the
+/// reference machine (2-core VM; measured 700–2,300): converts
+/// `--timeout-ms` into work.
+pub const WORK_PER_MS: Work = 1_000;
 
 /// How many times the work's nominal duration a check may take by the clock
-/// before it is stopped anyway.
-const WALL_SAFETY: u64 = 6;
+/// before it is stopped anyway. Work is not proportional to time for every
+/// query: simplex pivots over 64-bit wrap constants (bignums) count little
+/// work and take long (one of ggml's took 24 s for 10^6 units); for those
+/// the clock decides, and their verdict can depend on the machine's load.
+pub const WALL_SAFETY: u64 = 4;
 
 /// The work limit that `ms` milliseconds nominally stand for.
 pub fn work_for_ms(ms: u64) -> Work {
@@ -72,13 +76,17 @@ pub fn work_done() -> Work {
         })
 }
 
-/// Limits `solver`'s next checks to `work`, and by the clock to
-/// [`WALL_SAFETY`] times its nominal duration.
-fn limit(solver: &Solver, work: Work) {
+/// The clock's limit for `work`: [`WALL_SAFETY`] times its nominal duration.
+fn wall_for(work: Work) -> Duration {
+    Duration::from_millis((work / WORK_PER_MS).saturating_mul(WALL_SAFETY).saturating_add(500))
+}
+
+/// Limits `solver`'s next checks to `work`, and by the clock to `wall`.
+fn limit(solver: &Solver, work: Work, wall: Instant) {
     let mut params = Params::new();
     params.set_u32("rlimit", work.clamp(1, u32::MAX as Work) as u32);
-    let wall = (work / WORK_PER_MS).saturating_mul(WALL_SAFETY).saturating_add(1_000);
-    params.set_u32("timeout", wall.min(u32::MAX as u64) as u32);
+    let ms = wall.saturating_duration_since(Instant::now()).as_millis().max(1);
+    params.set_u32("timeout", ms.min(u32::MAX as u128) as u32);
     solver.set_params(&params);
 }
 
@@ -212,6 +220,10 @@ pub struct Encoder<'a> {
     shape: Shape,
     /// Work for each obligation.
     allowance: Work,
+    /// The clock's safety net over the whole kernel.
+    deadline: Option<Instant>,
+    /// The clock's limit of the obligation being solved.
+    wall: Instant,
     /// Per solver session: encodings, definitions, abstractions.
     cache: BTreeMap<(u32, usize), Dynamic>,
     defs: Vec<Bool>,
@@ -268,6 +280,8 @@ impl<'a> Encoder<'a> {
             model,
             shape,
             allowance,
+            deadline: None,
+            wall: Instant::now(),
             cache: BTreeMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
@@ -293,6 +307,17 @@ impl<'a> Encoder<'a> {
         self.allowance = work;
     }
 
+    /// The clock's safety net over the kernel: no check runs past it.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// The clock's limit for an obligation of `work` starting now.
+    fn wall_limit(&self, work: Work) -> Instant {
+        let own = Instant::now() + wall_for(work);
+        self.deadline.map_or(own, |d| d.min(own))
+    }
+
     /// Starts a new solver session: encodings and abstractions are per solver.
     fn begin(&mut self) {
         self.cache.clear();
@@ -310,7 +335,7 @@ impl<'a> Encoder<'a> {
 
     fn new_solver(&self) -> Solver {
         let solver = Solver::new();
-        limit(&solver, self.allowance);
+        limit(&solver, self.allowance, self.wall_limit(self.allowance));
         solver
     }
 
@@ -1161,6 +1186,8 @@ impl<'a> Encoder<'a> {
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let started = Instant::now();
         let deadline = work_done() + self.allowance;
+        self.wall = self.wall_limit(self.allowance);
+        let wall = self.wall;
         // Heuristic queries (pinned launch values) get a slice of the work.
         let slice = (self.allowance / 8).max(work_for_ms(250));
         // The abstract pass's launch and iteration values, tried first.
@@ -1185,7 +1212,7 @@ impl<'a> Encoder<'a> {
         }
         let mut pinned = false;
         for round in 1..=LINEAR_ROUNDS {
-            let (r, m) = check_model(solver, deadline);
+            let (r, m) = check_model(solver, deadline, wall);
             if r != SatResult::Sat {
                 return (r, None);
             }
@@ -1223,7 +1250,7 @@ impl<'a> Encoder<'a> {
                     .collect();
                 let mut candidates = Vec::new();
                 let side = self.copy_of(solver, &small);
-                if let (SatResult::Sat, Some(m)) = check_model(&side, until) {
+                if let (SatResult::Sat, Some(m)) = check_model(&side, until, self.wall) {
                     candidates.push(m);
                 }
                 candidates.push(m);
@@ -1238,7 +1265,7 @@ impl<'a> Encoder<'a> {
             }
         }
         self.make_exact(solver);
-        let (r, m) = check_model(solver, deadline);
+        let (r, m) = check_model(solver, deadline, wall);
         if r == SatResult::Sat && m.is_none() {
             return (SatResult::Unknown, None);
         }
@@ -1274,7 +1301,7 @@ impl<'a> Encoder<'a> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
         for _ in 0..PINNED_ROUNDS {
-            let (SatResult::Sat, Some(m)) = check_model(&side, until) else {
+            let (SatResult::Sat, Some(m)) = check_model(&side, until, self.wall) else {
                 return None;
             };
             let lemmas = self.refine(&m);
@@ -1813,6 +1840,7 @@ impl<'a> Encoder<'a> {
             inputs: self.input_values(m, syms),
             notes: Vec::new(),
             branch: None,
+            unordering: Vec::new(),
         }
     }
 
@@ -1964,12 +1992,12 @@ impl<'a> Encoder<'a> {
 /// sometimes stalls on problems its plain core solves in milliseconds, and
 /// the reverse: a short first try, then the core on a copy, then the default
 /// again with what is left.
-fn check_model(solver: &Solver, until: Work) -> (SatResult, Option<z3::Model>) {
+fn check_model(solver: &Solver, until: Work, wall: Instant) -> (SatResult, Option<z3::Model>) {
     let now = work_done();
     let left = until.saturating_sub(now);
     let first = now + (left / 4).max(work_for_ms(200));
-    let r = check_until(solver, first.min(until));
-    if r != SatResult::Unknown || work_done() >= until {
+    let r = check_until(solver, first.min(until), wall);
+    if r != SatResult::Unknown || work_done() >= until || Instant::now() >= wall {
         return (r, if r == SatResult::Sat { solver.get_model() } else { None });
     }
     let core = z3::Tactic::new("simplify")
@@ -1980,21 +2008,22 @@ fn check_model(solver: &Solver, until: Work) -> (SatResult, Option<z3::Model>) {
         core.assert(&a);
     }
     let now = work_done();
-    let r = check_until(&core, now + until.saturating_sub(now) / 2);
+    let r = check_until(&core, now + until.saturating_sub(now) / 2, wall);
     if r != SatResult::Unknown {
         return (r, if r == SatResult::Sat { core.get_model() } else { None });
     }
-    let r = check_until(solver, until);
+    let r = check_until(solver, until, wall);
     (r, if r == SatResult::Sat { solver.get_model() } else { None })
 }
 
-/// Checks `solver` with the work left until `until`; none left is `unknown`.
-fn check_until(solver: &Solver, until: Work) -> SatResult {
+/// Checks `solver` with the work left until `until`, and the clock's until
+/// `wall`; none left is `unknown`.
+fn check_until(solver: &Solver, until: Work, wall: Instant) -> SatResult {
     let left = until.saturating_sub(work_done());
-    if left == 0 {
+    if left == 0 || Instant::now() >= wall {
         return SatResult::Unknown;
     }
-    limit(solver, left);
+    limit(solver, left, wall);
     solver.check()
 }
 

@@ -225,7 +225,31 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
             )));
         }
         notes.push(table(db, w, memory));
-        if memory {
+        for (name, at) in &w.unordering {
+            let lanes = name == "__syncwarp";
+            labels.push(Label::secondary(at.file, first_line(db, *at)).with_message(if lanes {
+                "orders lanes of one warp only".to_string()
+            } else {
+                "orders threads of one block only".to_string()
+            }));
+            let [t, u] = &w.threads;
+            notes.push(if lanes && t.block == u.block {
+                format!(
+                    "note: the `{name}` at line {} orders lanes of one warp only; A and B are in warps {} and {}",
+                    line(db, *at),
+                    t.warp,
+                    u.warp
+                )
+            } else {
+                format!(
+                    "note: the `{name}` at line {} orders threads of one block only; A and B are in blocks {} and {}",
+                    line(db, *at),
+                    dims(t.block),
+                    dims(u.block)
+                )
+            });
+        }
+        if memory && w.unordering.is_empty() {
             notes.push(format!("note: {}", unordered(a, w)));
         } else if !w.threads[1].exists {
             notes.push(format!(

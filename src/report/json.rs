@@ -158,6 +158,7 @@ pub fn witness_json(db: &SourceDb, w: &Witness) -> Value {
         "params": w.params.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
         "inputs": w.inputs.iter().map(|i| json!({"name": i.name, "what": i.what, "span": span_json(db, i.span), "thread": i.thread, "value": i.value})).collect::<Vec<_>>(),
         "branch": w.branch.map(|(s, values)| json!({"span": span_json(db, s), "values": values})),
+        "unordering": w.unordering.iter().map(|(n, s)| json!({"name": n, "span": span_json(db, *s)})).collect::<Vec<_>>(),
         "notes": w.notes,
     })
 }

@@ -252,6 +252,7 @@ impl Encoder<'_> {
                 Goal::Diverges(i) => self.deciding_branch(m, i),
                 _ => None,
             },
+            unordering: Vec::new(),
         }
     }
 
