@@ -29,6 +29,7 @@ const FIXTURES: &[&str] = &[
     "fixtures/memory/tree_reduction_unsynced.cu",
     "fixtures/memory/warp_exchange_unsynced.cu",
     "fixtures/memory/tree_reduction_synced.cu",
+    "fixtures/memory/cross_warp_after_syncwarp.cu",
     "fixtures/participation/shuffle_lane_guard.cu",
     "fixtures/participation/partial_mask.cu",
     "fixtures/participation/block_of_48.cu",
