@@ -238,3 +238,22 @@ fn the_human_report_ends_with_a_summary_line() {
         "2 kernels checked: 1 pass both conditions; memory: 0 alarm, 0 unknown; participation: 1 alarm, 0 unknown"
     );
 }
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal() {
+    let args = |color: &str| {
+        warpdrf(&[
+            "check",
+            "--color",
+            color,
+            "--block-dim",
+            "64",
+            "fixtures/participation/partial_mask.cu",
+        ])
+        .1
+    };
+    assert!(args("always").contains("\u{1b}["));
+    assert!(!args("never").contains('\u{1b}'));
+    // Piped (as here), `auto` gives plain text.
+    assert!(!args("auto").contains('\u{1b}'));
+}
