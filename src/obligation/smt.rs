@@ -2024,7 +2024,16 @@ fn check_until(solver: &Solver, until: Work, wall: Instant) -> SatResult {
         return SatResult::Unknown;
     }
     limit(solver, left, wall);
-    solver.check()
+    let (w0, t0) = (work_done(), Instant::now());
+    let r = solver.check();
+    if std::env::var("WARPDRF_DEBUG_WORK").is_ok() {
+        eprintln!(
+            "    check: {r:?}, {} units in {} ms",
+            work_done() - w0,
+            t0.elapsed().as_millis()
+        );
+    }
+    r
 }
 
 /// A constant `2^m − 1` (m ≥ 1): `x & c` is `x mod 2^m`.
