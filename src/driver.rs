@@ -538,6 +538,7 @@ fn join(a: Verdict, b: Verdict) -> Verdict {
 
 fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let started = std::time::Instant::now();
+    crate::obligation::smt::take_clock_stopped();
     let mut unknowns: Vec<UnknownItem> = e
         .unknowns()
         .iter()
@@ -753,5 +754,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         unknowns,
         assumptions,
         time_ms: started.elapsed().as_millis() as u64,
+        clock_limited: crate::obligation::smt::take_clock_stopped(),
     }
 }

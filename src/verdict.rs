@@ -66,6 +66,9 @@ pub struct KernelResult {
     /// parameters do not alias).
     pub assumptions: Vec<String>,
     pub time_ms: u64,
+    /// The clock's safety net, not a work limit, ended some check: what
+    /// stayed undecided may differ on a machine with more or less load.
+    pub clock_limited: bool,
 }
 
 impl KernelResult {

@@ -207,6 +207,11 @@ fn jobs_do_not_change_the_report() {
     let v: serde_json::Value = serde_json::from_str(&one).expect("JSON");
     assert!(v["kernels"].as_array().expect("kernels").len() > 100);
     assert!(!one.contains("time_ms"));
+    // Work limits decided everything: the clock's net never stopped a check.
+    assert!(
+        !one.contains("\"clock_limited\": true"),
+        "a fixture ran into the clock's net"
+    );
     assert!(one == run("4"), "--jobs 1 and --jobs 4 differ");
 }
 

@@ -39,7 +39,14 @@ pub struct MemoryOptions {
 impl MemoryOptions {
     /// The kernel's solver work is spent, or its safety deadline passed.
     pub fn exhausted(&self, started: smt::Work) -> bool {
-        smt::work_done() - started >= self.budget || self.deadline.is_some_and(|d| Instant::now() >= d)
+        if smt::work_done() - started >= self.budget {
+            return true;
+        }
+        let late = self.deadline.is_some_and(|d| Instant::now() >= d);
+        if late {
+            smt::note_clock_stopped();
+        }
+        late
     }
 }
 

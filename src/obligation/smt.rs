@@ -50,12 +50,35 @@ pub type Work = u64;
 /// `--timeout-ms` into work.
 pub const WORK_PER_MS: Work = 1_000;
 
-/// How many times the work's nominal duration a check may take by the clock
-/// before it is stopped anyway. Work is not proportional to time for every
-/// query: simplex pivots over 64-bit wrap constants (bignums) count little
-/// work and take long (one of ggml's took 24 s for 10^6 units); for those
-/// the clock decides, and their verdict can depend on the machine's load.
+/// How many times the work's nominal duration a kernel's checks may take by
+/// the clock before they are stopped anyway. Work is not proportional to
+/// time for every query: simplex pivots over 64-bit wrap constants (bignums)
+/// count little work and take long (one of ggml's took 24 s for 10^6 units;
+/// fixtures have checks at 220 units/ms against the nominal 1,000); for
+/// those the clock decides, and their verdict can depend on the machine's
+/// load (the result says so: `clock_limited`).
 pub const WALL_SAFETY: u64 = 4;
+
+/// The same for one obligation, within the kernel's net: wide enough that
+/// work, not the clock, ends the slow-per-unit checks of small kernels even
+/// on a loaded machine (`--jobs` above the core count).
+const CHECK_WALL_SAFETY: u64 = 16;
+
+thread_local! {
+    /// Whether the clock's safety net stopped a check on this thread (one
+    /// kernel per thread): its undecided obligations may vary with load.
+    static CLOCK_STOPPED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the clock stopped a check since the last call, and forgets it.
+pub fn take_clock_stopped() -> bool {
+    CLOCK_STOPPED.with(|c| c.replace(false))
+}
+
+/// Notes that the clock, not the work limit, ended a check or a kernel.
+pub fn note_clock_stopped() {
+    CLOCK_STOPPED.with(|c| c.set(true));
+}
 
 /// The work limit that `ms` milliseconds nominally stand for.
 pub fn work_for_ms(ms: u64) -> Work {
@@ -76,9 +99,13 @@ pub fn work_done() -> Work {
         })
 }
 
-/// The clock's limit for `work`: [`WALL_SAFETY`] times its nominal duration.
+/// The clock's limit for `work`: [`CHECK_WALL_SAFETY`] times its nominal duration.
 fn wall_for(work: Work) -> Duration {
-    Duration::from_millis((work / WORK_PER_MS).saturating_mul(WALL_SAFETY).saturating_add(500))
+    Duration::from_millis(
+        (work / WORK_PER_MS)
+            .saturating_mul(CHECK_WALL_SAFETY)
+            .saturating_add(500),
+    )
 }
 
 /// Limits `solver`'s next checks to `work`, and by the clock to `wall`.
@@ -2020,12 +2047,19 @@ fn check_model(solver: &Solver, until: Work, wall: Instant) -> (SatResult, Optio
 /// `wall`; none left is `unknown`.
 fn check_until(solver: &Solver, until: Work, wall: Instant) -> SatResult {
     let left = until.saturating_sub(work_done());
-    if left == 0 || Instant::now() >= wall {
+    if left == 0 {
+        return SatResult::Unknown;
+    }
+    if Instant::now() >= wall {
+        note_clock_stopped();
         return SatResult::Unknown;
     }
     limit(solver, left, wall);
     let (w0, t0) = (work_done(), Instant::now());
     let r = solver.check();
+    if r == SatResult::Unknown && work_done() - w0 < left && Instant::now() >= wall {
+        note_clock_stopped();
+    }
     if std::env::var("WARPDRF_DEBUG_WORK").is_ok() {
         eprintln!(
             "    check: {r:?}, {} units in {} ms",

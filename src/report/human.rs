@@ -352,11 +352,16 @@ pub fn kernel(db: &SourceDb, report: &Report, index: usize, colour: bool) -> Str
     let renderer = Renderer::new(colour);
     let (l, _) = db.line_col(r.span);
     let mut out = format!(
-        "{}:{l}: {}: memory={} participation={}\n",
+        "{}:{l}: {}: memory={} participation={}{}\n",
         db.name(r.span.file),
         r.kernel,
         verdict(r.memory),
-        verdict(r.participation)
+        verdict(r.participation),
+        if r.clock_limited {
+            " (the clock's safety net stopped some checks: what stays unknown may vary with load)"
+        } else {
+            ""
+        }
     );
     for (a, f) in r.alarms.iter().zip(&report.alarms[index]) {
         if matches!(f.disposition, Disposition::Suppressed { .. })

@@ -111,6 +111,7 @@ pub fn check(db: &SourceDb, config: &str, warp_size: u32, report: &Report, timin
                 "alarms": alarms,
                 "assumptions": r.assumptions,
                 "unknowns": unknowns,
+                "clock_limited": r.clock_limited,
             });
             if timings {
                 v["time_ms"] = json!(r.time_ms);

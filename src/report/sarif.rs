@@ -318,7 +318,7 @@ pub fn check(db: &SourceDb, report: &Report, warp_size: u32) -> Value {
         json!(report
             .results
             .iter()
-            .map(|r| json!({"kernel": r.kernel, "memory": r.memory, "participation": r.participation, "warpdrf": r.warpdrf()}))
+            .map(|r| json!({"kernel": r.kernel, "memory": r.memory, "participation": r.participation, "warpdrf": r.warpdrf(), "clockLimited": r.clock_limited}))
             .collect::<Vec<_>>()),
     );
     let run = Run::builder()
