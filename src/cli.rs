@@ -125,10 +125,11 @@ pub struct Common {
     /// Add an include directory.
     #[arg(short = 'I', value_name = "DIR")]
     pub include: Vec<PathBuf>,
-    /// Time limit per solver obligation, in milliseconds (a kernel's
-    /// obligations share a budget of the larger of 6 s and three such limits,
-    /// half of it at most for participation;
-    /// what is left undecided is unknown).
+    /// Limit per solver obligation, in milliseconds of nominal solver work
+    /// (Z3 resource units at a fixed rate, so results do not depend on the
+    /// machine's load); a kernel's obligations share the larger of 6 s and
+    /// three such limits, half of it at most for participation. What is
+    /// left undecided is unknown.
     #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,
     /// Kernels checked in parallel (default: all cores).
