@@ -645,7 +645,8 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
-    // The clock's net over the kernel: twice the budget's nominal duration.
+    // The clock's net over the kernel: `WALL_SAFETY` times the budget's
+    // nominal duration.
     // Only kernels whose queries do little work per second (64-bit index
     // arithmetic: bignum simplex) reach it; what they leave undecided can
     // then vary with the machine's load.

@@ -37,16 +37,19 @@ pub struct MemoryOptions {
 }
 
 impl MemoryOptions {
-    /// The kernel's solver work is spent, or its safety deadline passed.
-    pub fn exhausted(&self, started: smt::Work) -> bool {
-        if smt::work_done() - started >= self.budget {
-            return true;
+    /// The work for the next obligation of a check that started when the
+    /// context had done `started`: none once the budget is spent or the
+    /// safety deadline passed.
+    pub fn allowance(&self, started: smt::Work) -> Option<smt::Work> {
+        let left = self.budget.saturating_sub(smt::work_done() - started);
+        if left == 0 {
+            return None;
         }
-        let late = self.deadline.is_some_and(|d| Instant::now() >= d);
-        if late {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
             smt::note_clock_stopped();
+            return None;
         }
-        late
+        Some(self.work.min(left))
     }
 }
 
@@ -269,7 +272,7 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         if run.alarms.len() >= options.max_alarms {
             break;
         }
-        if options.exhausted(started) {
+        if options.allowance(started).is_none() {
             out_of_time = true;
             break;
         }
@@ -429,12 +432,11 @@ impl Run<'_> {
                 if self.alarms.len() >= self.options.max_alarms {
                     return true;
                 }
-                if self.options.exhausted(started) {
+                let Some(work) = self.options.allowance(started) else {
                     return false;
-                }
-                let left = self.options.budget.saturating_sub(smt::work_done() - started);
+                };
                 let t0 = Instant::now();
-                encoder.set_allowance(self.options.work.min(left));
+                encoder.set_allowance(work);
                 let outcome = encoder.check_pair(i, j, shared);
                 let ms = t0.elapsed().as_millis() as u64;
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {

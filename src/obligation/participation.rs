@@ -164,12 +164,11 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
         if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms {
             continue;
         }
-        if options.exhausted(started) {
+        let Some(work) = options.allowance(started) else {
             out_of_time = true;
             break;
-        }
-        let left = options.budget.saturating_sub(smt::work_done() - started);
-        encoder.set_allowance(options.work.min(left));
+        };
+        encoder.set_allowance(work);
         let t = Instant::now();
         let outcome = encoder.check_goal(goal);
         let ms = t.elapsed().as_millis() as u64;

@@ -88,15 +88,22 @@ pub fn work_for_ms(ms: u64) -> Work {
 /// The work this thread's Z3 context has done so far (every solver of a
 /// context reports the context's count).
 pub fn work_done() -> Work {
-    let solver = Solver::new();
-    solver
-        .get_statistics()
-        .entries()
-        .find(|e| e.key == "rlimit count")
-        .map_or(0, |e| match e.value {
-            z3::StatisticsValue::UInt(v) => v as Work,
-            z3::StatisticsValue::Double(v) => v as Work,
-        })
+    // One meter per thread (per context): creating a solver costs a unit of
+    // work, so a fresh one per reading would make the readings change the
+    // count they read.
+    thread_local! {
+        static METER: Solver = Solver::new();
+    }
+    METER.with(|meter| {
+        meter
+            .get_statistics()
+            .entries()
+            .find(|e| e.key == "rlimit count")
+            .map_or(0, |e| match e.value {
+                z3::StatisticsValue::UInt(v) => v as Work,
+                z3::StatisticsValue::Double(v) => v as Work,
+            })
+    })
 }
 
 /// The clock's limit for `work`: [`CHECK_WALL_SAFETY`] times its nominal duration.
@@ -1214,7 +1221,6 @@ impl<'a> Encoder<'a> {
         let started = Instant::now();
         let deadline = work_done() + self.allowance;
         self.wall = self.wall_limit(self.allowance);
-        let wall = self.wall;
         // Heuristic queries (pinned launch values) get a slice of the work.
         let slice = (self.allowance / 8).max(work_for_ms(250));
         // The abstract pass's launch and iteration values, tried first.
@@ -1239,7 +1245,7 @@ impl<'a> Encoder<'a> {
         }
         let mut pinned = false;
         for round in 1..=LINEAR_ROUNDS {
-            let (r, m) = check_model(solver, deadline, wall);
+            let (r, m) = check_model(solver, deadline, self.wall);
             if r != SatResult::Sat {
                 return (r, None);
             }
@@ -1292,7 +1298,7 @@ impl<'a> Encoder<'a> {
             }
         }
         self.make_exact(solver);
-        let (r, m) = check_model(solver, deadline, wall);
+        let (r, m) = check_model(solver, deadline, self.wall);
         if r == SatResult::Sat && m.is_none() {
             return (SatResult::Unknown, None);
         }
@@ -2046,7 +2052,8 @@ fn check_model(solver: &Solver, until: Work, wall: Instant) -> (SatResult, Optio
 /// Checks `solver` with the work left until `until`, and the clock's until
 /// `wall`; none left is `unknown`.
 fn check_until(solver: &Solver, until: Work, wall: Instant) -> SatResult {
-    let left = until.saturating_sub(work_done());
+    let w0 = work_done();
+    let left = until.saturating_sub(w0);
     if left == 0 {
         return SatResult::Unknown;
     }
@@ -2055,7 +2062,7 @@ fn check_until(solver: &Solver, until: Work, wall: Instant) -> SatResult {
         return SatResult::Unknown;
     }
     limit(solver, left, wall);
-    let (w0, t0) = (work_done(), Instant::now());
+    let t0 = Instant::now();
     let r = solver.check();
     if r == SatResult::Unknown && work_done() - w0 < left && Instant::now() >= wall {
         note_clock_stopped();
