@@ -1,20 +1,8 @@
 //! The command line as a user meets it: exit codes and the plain-text report.
 
-use std::process::Command;
+mod common;
 
-fn warpdrf(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpdrf"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::warpdrf;
 
 #[test]
 fn a_race_is_reported_with_its_two_threads() {

@@ -2,7 +2,7 @@
 //! `sarif`) for a handful of fixtures of each condition: a change to what
 //! users see shows up as a snapshot diff to review (`cargo insta review`).
 
-use std::process::Command;
+mod common;
 
 /// The fixture's `// args:` flags.
 fn fixture_args(path: &str) -> Vec<String> {
@@ -15,14 +15,11 @@ fn fixture_args(path: &str) -> Vec<String> {
 }
 
 fn render(path: &str, format: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpdrf"))
-        .args(["check", "--color", "never", "--format", format])
-        .args(fixture_args(path))
-        .arg(path)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    String::from_utf8(out.stdout).expect("UTF-8")
+    let extra = fixture_args(path);
+    let mut args = vec!["check", "--color", "never", "--format", format];
+    args.extend(extra.iter().map(String::as_str));
+    args.push(path);
+    common::warpdrf(&args).1
 }
 
 const FIXTURES: &[&str] = &[

@@ -1,20 +1,16 @@
 //! `--format sarif` against the SARIF 2.1.0 schema (OASIS, errata 01, kept
 //! in `tests/data`), and what GitHub code scanning needs of it.
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
 fn sarif(args: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpdrf"))
-        .args(["check", "--format", "sarif"])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut all = vec!["check", "--format", "sarif"];
+    all.extend_from_slice(args);
+    let (code, text, _) = common::warpdrf(&all);
     let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-    (out.status.code().unwrap_or(-1), v)
+    (code, v)
 }
 
 fn schema() -> jsonschema::Validator {

@@ -1,21 +1,11 @@
 //! Suppressions in source and baselines, as CI uses them: what fails the
 //! run and what does not.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn warpdrf(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpdrf"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use std::path::{Path, PathBuf};
+
+use common::warpdrf;
 
 /// A fresh folder of this test's own.
 fn scratch(name: &str) -> PathBuf {

@@ -279,12 +279,7 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
                         "{} at line {} (`{}`) is {} in thread {}",
                         i.what,
                         line(db, i.span),
-                        db.snippet(Span::new(
-                            i.span.file,
-                            first_line(db, i.span).start as u32,
-                            first_line(db, i.span).end as u32
-                        ))
-                        .trim(),
+                        db.file(i.span.file).text[first_line(db, i.span)].trim(),
                         i.value,
                         if i.thread == 0 { "A" } else { "B" }
                     )

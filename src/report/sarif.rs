@@ -142,24 +142,23 @@ fn region(db: &SourceDb, span: Span) -> Region {
         .build()
 }
 
-fn location(db: &SourceDb, span: Span, kernel: &str, message: Option<String>, id: Option<i64>) -> Location {
+/// Where a span is, in the kernel; a related location also has an id and
+/// says what it is.
+fn location(db: &SourceDb, span: Span, kernel: &str, related: Option<(i64, String)>) -> Location {
     let physical = PhysicalLocation::builder()
         .artifact_location(uri(db, span))
         .region(region(db, span))
         .build();
     let logical = LogicalLocation::builder().name(kernel).kind("function").build();
-    match (message, id) {
-        (Some(m), Some(id)) => Location::builder()
-            .id(id)
-            .physical_location(physical)
-            .logical_locations(vec![logical])
-            .message(Message::builder().text(m).build())
-            .build(),
-        _ => Location::builder()
-            .physical_location(physical)
-            .logical_locations(vec![logical])
-            .build(),
+    let mut location = Location::builder()
+        .physical_location(physical)
+        .logical_locations(vec![logical])
+        .build();
+    if let Some((id, message)) = related {
+        location.id = Some(id);
+        location.message = Some(Message::builder().text(message).build());
     }
+    location
 }
 
 fn properties(values: serde_json::Map<String, Value>) -> PropertyBag {
@@ -186,29 +185,26 @@ fn result(db: &SourceDb, item: Item, baseline: bool) -> SarifResult {
         .related
         .iter()
         .enumerate()
-        .map(|(i, (s, m))| location(db, *s, item.kernel, Some(m.clone()), Some(i as i64 + 1)))
+        .map(|(i, (s, m))| location(db, *s, item.kernel, Some((i as i64 + 1, m.clone()))))
         .collect();
     let mut fingerprints = std::collections::BTreeMap::new();
     fingerprints.insert("warpdrf/v1".to_string(), item.finding.fingerprint.clone());
-    let base = SarifResult::builder()
+    let mut r = SarifResult::builder()
         .rule_id(item.code)
         .rule_index(rule_index(item.code))
         .level(item.level)
         .message(Message::builder().text(item.message).build())
-        .locations(vec![location(db, item.span, item.kernel, None, None)])
+        .locations(vec![location(db, item.span, item.kernel, None)])
         .partial_fingerprints(fingerprints)
-        .properties(properties(item.properties));
-    let mut r = if related.is_empty() {
-        base.build()
-    } else {
-        base.related_locations(related).build()
-    };
+        .properties(properties(item.properties))
+        .build();
+    r.related_locations = (!related.is_empty()).then_some(related);
     match &item.finding.disposition {
         Disposition::Suppressed { reason, at } => {
             r.suppressions = Some(vec![Suppression::builder()
                 .kind(json!("inSource"))
                 .justification(reason.clone())
-                .location(location(db, *at, item.kernel, None, None))
+                .location(location(db, *at, item.kernel, None))
                 .build()]);
         }
         Disposition::Baseline => r.baseline_state = Some(json!("unchanged")),
