@@ -119,7 +119,9 @@ fn wall_for(work: Work) -> Duration {
 fn limit(solver: &Solver, work: Work, wall: Instant) {
     let mut params = Params::new();
     params.set_u32("rlimit", work.clamp(1, u32::MAX as Work) as u32);
-    let ms = wall.saturating_duration_since(Instant::now()).as_millis().max(1);
+    // Rounded up, so that Z3 stops no earlier than `wall` and `check_until`
+    // sees that the clock stopped it.
+    let ms = wall.saturating_duration_since(Instant::now()).as_millis() + 1;
     params.set_u32("timeout", ms.min(u32::MAX as u128) as u32);
     solver.set_params(&params);
 }
