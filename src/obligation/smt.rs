@@ -10,7 +10,9 @@
 //! - an operation whose result can leave its type's range (a static interval
 //!   analysis decides) wraps: `v = r − q·2^n` with `v` in range. Signed
 //!   overflow is undefined in C++, so where the program surely evaluates the
-//!   operation (an address, a path condition) `q = 0` is asserted;
+//!   operation (an address, a path condition) `q = 0` is asserted. A chain
+//!   of conversions and unsigned `+ - *c <<c` (`(size_t)i * 4 + base`) is
+//!   wrapped once, at its top: the inner wraps vanish modulo `2^n`;
 //! - `/`, `%`, `>>` by constants truncate or floor as C does; `& (2^m − 1)` is
 //!   a modulus; `~x` is `−x − 1`;
 //! - other bitwise operations and shifts by variables go through
@@ -38,6 +40,30 @@ use crate::verdict::{ThreadWitness, Witness};
 mod participation;
 pub use participation::Goal;
 
+/// The passes over one obligation (see `Encoder::in_passes`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pass {
+    /// Exact arithmetic, no value wraps around: an under-approximation
+    /// whose models are witnesses and whose `unsat` proves nothing.
+    Unwrapped,
+    /// Hard operations as uninterpreted functions: an over-approximation
+    /// whose `unsat` is a proof.
+    Abstract,
+    /// Exact arithmetic.
+    Exact,
+}
+
+impl Pass {
+    /// Distinguishes the passes' dumped queries.
+    fn suffix(self) -> &'static str {
+        match self {
+            Pass::Unwrapped => "_unwrapped",
+            Pass::Abstract => "_abstract",
+            Pass::Exact => "",
+        }
+    }
+}
+
 /// Solver work in Z3's resource units (`rlimit`). Limits are set in work,
 /// not milliseconds: the same query costs the same work on any machine and
 /// under any load, so which obligations a limit leaves undecided does not
@@ -46,17 +72,26 @@ pub use participation::Goal;
 pub type Work = u64;
 
 /// Work per millisecond of solving, typical of ggml's obligations on the
-/// reference machine (2-core VM; measured 700–2,300): converts
-/// `--timeout-ms` into work.
-pub const WORK_PER_MS: Work = 1_000;
+/// reference machine (2-core VM; measured 4,900–13,500 per query with
+/// [`ARITH_SOLVER`], median 8,100): converts `--timeout-ms` into work.
+pub const WORK_PER_MS: Work = 6_000;
+
+/// Z3's arithmetic solver: the older simplex (2), not the default `lp`
+/// core (6). On ggml's obligations both take about as long in all (83
+/// queries: 11.1 s and 11.2 s), but `lp` counts as little as 97 units a
+/// millisecond on queries with 64-bit wrap constants (its bignum pivots
+/// are nearly free in work and slow in time), so its work limit is no
+/// limit of time and the clock's net decided; the older solver counts
+/// 4,900–13,500 units a millisecond on the same queries, so a work limit
+/// is a time limit within a factor of three, on any load.
+const ARITH_SOLVER: u32 = 2;
 
 /// How many times the work's nominal duration a kernel's checks may take by
-/// the clock before they are stopped anyway. Work is not proportional to
-/// time for every query: simplex pivots over 64-bit wrap constants (bignums)
-/// count little work and take long (one of ggml's took 24 s for 10^6 units;
-/// fixtures have checks at 220 units/ms against the nominal 1,000); for
-/// those the clock decides, and their verdict can depend on the machine's
-/// load (the result says so: `clock_limited`).
+/// the clock before they are stopped anyway: a net for queries that do
+/// unusually little work per millisecond (with Z3's default arithmetic
+/// core, one of ggml's took 24 s for 10^6 units). Where the clock decides,
+/// a verdict can depend on the machine's load (the result says so:
+/// `clock_limited`).
 pub const WALL_SAFETY: u64 = 4;
 
 /// The same for one obligation, within the kernel's net: wide enough that
@@ -119,6 +154,7 @@ fn wall_for(work: Work) -> Duration {
 fn limit(solver: &Solver, work: Work, wall: Instant) {
     let mut params = Params::new();
     params.set_u32("rlimit", work.clamp(1, u32::MAX as Work) as u32);
+    params.set_u32("arith.solver", ARITH_SOLVER);
     // Rounded up, so that Z3 stops no earlier than `wall` and `check_until`
     // sees that the clock stopped it.
     let ms = wall.saturating_duration_since(Instant::now()).as_millis() + 1;
@@ -201,6 +237,14 @@ fn range_of(ty: ScalarTy) -> Interval {
     }
 }
 
+/// The bit width of an integer type (not `bool`).
+fn width(ty: ScalarTy) -> Option<u32> {
+    match ty {
+        ScalarTy::Int { bits, .. } => Some(bits as u32),
+        _ => None,
+    }
+}
+
 fn within(inner: Interval, outer: Interval) -> bool {
     match (inner, outer) {
         (_, None) => true,
@@ -265,15 +309,17 @@ pub struct Encoder<'a> {
     defs: Vec<Bool>,
     declared: HashSet<String>,
     wraps: BTreeMap<(u32, usize), Int>,
+    /// Values congruent to terms' modulo `2^bits`, by (term, instance, bits).
+    congruent: BTreeMap<(u32, usize, u32), (Int, Interval)>,
     products: Vec<Product>,
     divisions: Vec<Division>,
     /// Abstractions by their operands' identities, so that the same product
     /// met twice (in both threads, say) is one variable and lemmas relate it.
     product_index: HashMap<(usize, usize), usize>,
     division_index: HashMap<(usize, usize), usize>,
-    /// Encode nonlinear and bitwise operations as uninterpreted functions
-    /// (the cheap first pass), and whether any was.
-    abstract_ops: bool,
+    /// Which of an obligation's passes is being solved; whether the
+    /// abstract pass abstracted any operation.
+    pass: Pass,
     abstracted: bool,
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
     /// the exact pass tries them first.
@@ -322,12 +368,13 @@ impl<'a> Encoder<'a> {
             defs: Vec::new(),
             declared: HashSet::new(),
             wraps: BTreeMap::new(),
+            congruent: BTreeMap::new(),
             products: Vec::new(),
             divisions: Vec::new(),
             product_index: HashMap::new(),
             division_index: HashMap::new(),
             uniform_leaves: Vec::new(),
-            abstract_ops: false,
+            pass: Pass::Exact,
             abstracted: false,
             hints: Vec::new(),
             ltid: [None, None],
@@ -360,6 +407,7 @@ impl<'a> Encoder<'a> {
         self.defs.clear();
         self.declared.clear();
         self.wraps.clear();
+        self.congruent.clear();
         self.products.clear();
         self.divisions.clear();
         self.product_index.clear();
@@ -646,6 +694,11 @@ impl<'a> Encoder<'a> {
     /// wrapping around when the static interval says it can leave it.
     fn wrap(&mut self, t: &Term, inst: usize, r: Int) -> Int {
         let raw = self.raw_interval(t);
+        self.wrap_within(t, inst, r, raw)
+    }
+
+    /// [`Self::wrap`] of `r`, whose values lie in `raw`.
+    fn wrap_within(&mut self, t: &Term, inst: usize, r: Int, raw: Interval) -> Int {
         let Some((lo, hi)) = range_of(t.ty) else { return r };
         if within(raw, Some((lo, hi))) {
             return r;
@@ -661,8 +714,92 @@ impl<'a> Encoder<'a> {
         v
     }
 
+    /// The value of a modular operation `t` (see [`Self::modular`]) in its
+    /// type: one wrap for the whole chain of such operations below it.
+    fn enc_modular(&mut self, t: &Term, inst: usize) -> Option<Int> {
+        let (r, raw) = self.modular(t, inst, width(t.ty)?)?;
+        Some(self.wrap_within(t, inst, r, raw))
+    }
+
+    /// An expression congruent to `t`'s value modulo `2^bits`, with its
+    /// interval, when `t` is a modular operation: a conversion between
+    /// integer types, or unsigned `+ - −x`, `*` or `<<` by a constant, of at
+    /// least `bits` bits. Such an operation's wrap-around vanishes modulo
+    /// any smaller power of two, so a chain of them (`(size_t)i * 4 + base`,
+    /// `(int64_t)(uint64_t)x`) needs one wrap at its top instead of one per
+    /// operation: each wrap is a quotient over `2^64` that Z3's simplex
+    /// carries as a bignum (one ggml race query: 12 wraps, undecided in
+    /// 30 s). Signed arithmetic is not modular (its overflow is undefined).
+    fn modular(&mut self, t: &Term, inst: usize, bits: u32) -> Option<(Int, Interval)> {
+        if width(t.ty)? < bits {
+            return None;
+        }
+        let key = (t.id, inst, bits);
+        if let Some(c) = self.congruent.get(&key) {
+            return Some(c.clone());
+        }
+        let unsigned = matches!(t.ty, ScalarTy::Int { signed: false, .. });
+        let out = match &t.kind {
+            TermKind::Cast(a) if a.ty.is_int() && a.ty != ScalarTy::Bool => self.congruent_to(a, inst, bits),
+            TermKind::Unary(UnOp::Neg, a) if unsigned => {
+                let (x, ix) = self.congruent_to(a, inst, bits);
+                (x.unary_minus(), ix.map(|(l, h)| (-h, -l)))
+            }
+            TermKind::Binary(op, opty, a, b) if unsigned && opty == &t.ty => {
+                let (ca, cb) = (a.as_int(), b.as_int());
+                match op {
+                    BinOp::Add | BinOp::Sub => {
+                        let (x, ix) = self.congruent_to(a, inst, bits);
+                        let (y, iy) = self.congruent_to(b, inst, bits);
+                        if *op == BinOp::Add {
+                            let iv = ix
+                                .zip(iy)
+                                .and_then(|(x, y)| Some((x.0.checked_add(y.0)?, x.1.checked_add(y.1)?)));
+                            (Int::add(&[x, y]), iv)
+                        } else {
+                            let iv = ix
+                                .zip(iy)
+                                .and_then(|(x, y)| Some((x.0.checked_sub(y.1)?, x.1.checked_sub(y.0)?)));
+                            (Int::sub(&[x, y]), iv)
+                        }
+                    }
+                    BinOp::Mul | BinOp::Shl if cb.is_some() || (*op == BinOp::Mul && ca.is_some()) => {
+                        let (c, v) = match (op, ca, cb) {
+                            (BinOp::Shl, _, Some(c)) if (0..bits as i128).contains(&c) => (1i128 << c, a),
+                            (BinOp::Mul, _, Some(c)) => (c, a),
+                            (BinOp::Mul, Some(c), _) => (c, b),
+                            _ => return None,
+                        };
+                        let (x, ix) = self.congruent_to(v, inst, bits);
+                        let iv = ix.and_then(|i| corners(i, (c, c), |p, q| p.checked_mul(q)));
+                        (Int::mul(&[int(c), x]), iv)
+                    }
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        self.congruent.insert(key, out.clone());
+        Some(out)
+    }
+
+    /// [`Self::modular`]'s expression for `t` if it has one, else `t`'s value.
+    fn congruent_to(&mut self, t: &Term, inst: usize, bits: u32) -> (Int, Interval) {
+        if let Some(c) = self.modular(t, inst, bits) {
+            return c;
+        }
+        let v = self.enc_int(t, inst);
+        (v, self.interval(t))
+    }
+
     fn enc_node(&mut self, t: &Term, inst: usize) -> Dynamic {
         let ty = t.ty;
+        let no_wrap = matches!(t.kind, TermKind::Cast(_)) && self.model.no_wrap.contains(&t.id);
+        if !no_wrap {
+            if let Some(v) = self.enc_modular(t, inst) {
+                return Dynamic::from_ast(&v);
+            }
+        }
         match &t.kind {
             TermKind::Int(v) => match ty {
                 ScalarTy::Bool => Dynamic::from_ast(&Bool::from_bool(*v != 0)),
@@ -756,7 +893,7 @@ impl<'a> Encoder<'a> {
                 let x = self.enc_int(a, inst);
                 let y = self.enc_int(b, inst);
                 let (ca, cb) = (a.as_int(), b.as_int());
-                if self.abstract_ops && Self::is_hard(op, ca, cb, bits) {
+                if self.pass == Pass::Abstract && Self::is_hard(op, ca, cb, bits) {
                     return Dynamic::from_ast(&self.abstract_op(t, op, opty, x, y));
                 }
                 let d = |i: Int| Dynamic::from_ast(&i);
@@ -1037,11 +1174,15 @@ impl<'a> Encoder<'a> {
                     int(-c),
                 ])
             };
+            // Only envelopes of moderate bounds: planes with 64-bit
+            // coefficients say little and drag Z3's simplex into bignums
+            // (a ggml race query: 30 s with them, 60 ms without).
+            let moderate = |c: Option<i128>| c.filter(|c| c.abs() < 1 << 62);
             if let (Some(c1), Some(c2), Some(c3), Some(c4)) = (
-                xl.checked_mul(yl),
-                xh.checked_mul(yh),
-                xh.checked_mul(yl),
-                xl.checked_mul(yh),
+                moderate(xl.checked_mul(yl)),
+                moderate(xh.checked_mul(yh)),
+                moderate(xh.checked_mul(yl)),
+                moderate(xl.checked_mul(yh)),
             ) {
                 self.defs.push(p.ge(lin(xl, yl, c1)));
                 self.defs.push(p.ge(lin(xh, yh, c2)));
@@ -1259,7 +1400,7 @@ impl<'a> Encoder<'a> {
             }
             let lemmas = self.refine(&m);
             if lemmas.is_empty() {
-                if self.abstract_ops {
+                if self.pass == Pass::Abstract {
                     self.hints = self
                         .uniform_leaves
                         .iter()
@@ -1278,26 +1419,35 @@ impl<'a> Encoder<'a> {
             if !pinned && !self.uniform_leaves.is_empty() {
                 pinned = true;
                 let until = (work_done() + slice).min(deadline);
-                let small: Vec<Bool> = self
-                    .uniform_leaves
-                    .iter()
-                    .flat_map(|v| [v.ge(int(-8)), v.le(int(64))])
-                    .collect();
-                let mut candidates = Vec::new();
-                let side = self.copy_of(solver, &small);
-                if let (SatResult::Sat, Some(m)) = check_model(&side, until, self.wall) {
-                    candidates.push(m);
-                }
-                candidates.push(m);
-                for m in candidates {
-                    if let Some(found) = self.pinned(solver, &m, until) {
+                // Refinement within boxes of growing size (fixed
+                // dimensions, a block of 256, can leave the smallest empty),
+                // then with the leaves pinned to this model's values.
+                for (lo, hi) in [(-8, 64), (-256, 4096)] {
+                    let small: Vec<Bool> = self
+                        .uniform_leaves
+                        .iter()
+                        .flat_map(|v| [v.ge(int(lo)), v.le(int(hi))])
+                        .collect();
+                    if let Some(found) = self.pinned_to(solver, &small, until) {
                         if debug {
-                            eprintln!("  pinned: sat at {:?}", started.elapsed());
+                            eprintln!("  small: sat at {:?}", started.elapsed());
                         }
                         return (SatResult::Sat, Some(found));
                     }
                 }
+                if let Some(found) = self.pinned(solver, &m, until) {
+                    if debug {
+                        eprintln!("  pinned: sat at {:?}", started.elapsed());
+                    }
+                    return (SatResult::Sat, Some(found));
+                }
             }
+        }
+        // Without wrap-around only a witness counts, and nonlinear
+        // solving's models depend on what other threads' Z3 contexts do
+        // (`--jobs` would change reports): give up here.
+        if self.pass == Pass::Unwrapped {
+            return (SatResult::Unknown, None);
         }
         self.make_exact(solver);
         let (r, m) = check_model(solver, deadline, self.wall);
@@ -1749,25 +1899,36 @@ impl<'a> Encoder<'a> {
     /// operations abstracted (most race-freedom proofs need only that both
     /// threads compute a stride alike), then exactly.
     pub fn check_pair(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
-        self.two_passes(|this| this.check_pair_once(i, j, shared))
+        self.in_passes(|this| this.check_pair_once(i, j, shared))
     }
 
-    /// Runs `once` with hard operations abstracted under a quarter of the
-    /// time (proofs), then, unless that settled it, exactly (witnesses).
-    fn two_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
+    /// Runs `once` in up to three passes: with hard operations abstracted
+    /// under a quarter of the work (proofs); unless that settled it,
+    /// exactly but without wrap-around under an eighth (most witnesses:
+    /// without the 64-bit wrap quotients Z3 stays on small numbers); then
+    /// exactly.
+    fn in_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
         self.hints.clear();
-        self.abstract_ops = true;
         let full = self.allowance;
-        self.allowance = (full / 4).max(work_for_ms(100));
-        let first = once(self);
-        self.allowance = full;
-        self.abstract_ops = false;
+        let mut pass = |this: &mut Self, pass: Pass, work: Work| {
+            this.pass = pass;
+            this.allowance = work;
+            let out = once(this);
+            this.pass = Pass::Exact;
+            this.allowance = full;
+            out
+        };
+        let first = pass(self, Pass::Abstract, (full / 4).max(work_for_ms(100)));
         // Without abstractions the first pass was exact: only its timeout
         // is worth a second, longer try.
         if matches!(first, Outcome::Unsat) || (!self.abstracted && !matches!(first, Outcome::Unknown(_))) {
             return first;
         }
-        once(self)
+        let unwrapped = pass(self, Pass::Unwrapped, (full / 8).max(work_for_ms(50)));
+        if matches!(unwrapped, Outcome::Sat { .. }) {
+            return unwrapped;
+        }
+        pass(self, Pass::Exact, full)
     }
 
     fn check_pair_once(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
@@ -1803,13 +1964,19 @@ impl<'a> Encoder<'a> {
             solver.assert(f);
         }
         solver.assert(goal);
-        self.dump(
-            &solver,
-            &format!("{name}{}", if self.abstract_ops { "_abstract" } else { "" }),
-        );
+        if self.pass == Pass::Unwrapped {
+            for q in self.wraps.values() {
+                solver.assert(q.eq(int(0)));
+            }
+        }
+        self.dump(&solver, &format!("{name}{}", self.pass.suffix()));
         match self.solve(&solver) {
+            // Without wrap-around is an under-approximation: no proof.
+            (SatResult::Unsat, _) if self.pass == Pass::Unwrapped => {
+                Outcome::Unknown("no witness without wrap-around".into())
+            }
             (SatResult::Unsat, _) => Outcome::Unsat,
-            (SatResult::Sat, Some(_)) if self.abstract_ops && self.abstracted => {
+            (SatResult::Sat, Some(_)) if self.pass == Pass::Abstract && self.abstracted => {
                 Outcome::Unknown("an abstraction's model".into())
             }
             (SatResult::Sat, Some(m)) => {
@@ -1835,7 +2002,12 @@ impl<'a> Encoder<'a> {
     fn dump(&self, solver: &Solver, what: &str) {
         if let Ok(dir) = std::env::var("WARPDRF_DUMP_SMT") {
             let path = format!("{dir}/{}_{what}.smt2", self.kernel.name);
-            let _ = std::fs::write(path, solver.to_smt2());
+            // The abstractions' exact definitions, as comments.
+            let mut text = solver.to_smt2();
+            for pr in &self.products {
+                text.push_str(&format!("; (= {} (* {} {}))\n", pr.p, pr.x, pr.y));
+            }
+            let _ = std::fs::write(path, text);
         }
     }
 

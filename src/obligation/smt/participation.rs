@@ -143,7 +143,7 @@ impl Encoder<'_> {
     /// Decides one participation obligation: first with hard operations
     /// abstracted (proofs), then exactly (witnesses).
     pub fn check_goal(&mut self, goal: Goal) -> Outcome {
-        self.two_passes(|this| this.check_goal_once(goal))
+        self.in_passes(|this| this.check_goal_once(goal))
     }
 
     fn check_goal_once(&mut self, goal: Goal) -> Outcome {
