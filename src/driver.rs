@@ -646,12 +646,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
     // The clock's net over the kernel: `WALL_SAFETY` times the budget's
-    // nominal duration.
-    // Only kernels whose queries do little work per second (64-bit index
-    // arithmetic: bignum simplex) reach it; what they leave undecided can
-    // then vary with the machine's load.
+    // nominal duration, in this thread's CPU time (load does not move it).
+    // Only kernels whose queries do unusually little work per second reach
+    // it; what they leave undecided can then vary between machines.
     let nominal_ms = budget / crate::obligation::smt::WORK_PER_MS;
-    let deadline = std::time::Instant::now()
+    let deadline = crate::obligation::smt::thread_cpu()
         + std::time::Duration::from_millis(nominal_ms.saturating_mul(crate::obligation::smt::WALL_SAFETY));
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;

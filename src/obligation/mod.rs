@@ -12,7 +12,7 @@ pub mod participation;
 pub mod smt;
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::ir::access::{AccessModel, Origin};
 use crate::ir::term::{Term, TermKind};
@@ -31,9 +31,10 @@ pub struct MemoryOptions {
     pub max_alarms: usize,
     /// Work for all obligations of one kernel; what is left undecided is `unknown`.
     pub budget: smt::Work,
-    /// The clock's safety net over the whole kernel (see `smt::WALL_SAFETY`):
-    /// past it, what is left is `unknown`.
-    pub deadline: Option<Instant>,
+    /// The clock's safety net over the whole kernel, in the checking
+    /// thread's CPU time (`smt::thread_cpu`; see `smt::WALL_SAFETY`): past
+    /// it, what is left is `unknown`.
+    pub deadline: Option<Duration>,
 }
 
 impl MemoryOptions {
@@ -45,7 +46,7 @@ impl MemoryOptions {
         if left == 0 {
             return None;
         }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.deadline.is_some_and(|d| smt::thread_cpu() >= d) {
             smt::note_clock_stopped();
             return None;
         }

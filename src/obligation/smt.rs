@@ -115,6 +115,38 @@ pub fn note_clock_stopped() {
     CLOCK_STOPPED.with(|c| c.set(true));
 }
 
+/// CPU time this thread has used. The kernel's clock net counts it, not
+/// wall time: a loaded machine (`--jobs` above the core count, other
+/// processes) then stops no check earlier, and reports stay the same.
+pub fn thread_cpu() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `clock_gettime` writes the one `timespec` it is given.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32);
+        }
+    }
+    // Elsewhere, wall time since the first reading.
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
+}
+
+/// The clock's limits of a check: Z3's own timeout (wall time, the last
+/// resort for one query) and the kernel's net (this thread's CPU time).
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Clock {
+    /// Whether either limit has passed.
+    fn passed(&self) -> bool {
+        Instant::now() >= self.wall || self.cpu.is_some_and(|d| thread_cpu() >= d)
+    }
+}
+
 /// The work limit that `ms` milliseconds nominally stand for.
 pub fn work_for_ms(ms: u64) -> Work {
     ms.saturating_mul(WORK_PER_MS)
@@ -300,10 +332,10 @@ pub struct Encoder<'a> {
     shape: Shape,
     /// Work for each obligation.
     allowance: Work,
-    /// The clock's safety net over the whole kernel.
-    deadline: Option<Instant>,
-    /// The clock's limit of the obligation being solved.
-    wall: Instant,
+    /// The clock's safety net over the whole kernel (thread CPU time).
+    deadline: Option<Duration>,
+    /// The clock's limits of the obligation being solved.
+    clock: Clock,
     /// Per solver session: encodings, definitions, abstractions.
     cache: BTreeMap<(u32, usize), Dynamic>,
     defs: Vec<Bool>,
@@ -363,7 +395,10 @@ impl<'a> Encoder<'a> {
             shape,
             allowance,
             deadline: None,
-            wall: Instant::now(),
+            clock: Clock {
+                wall: Instant::now(),
+                cpu: None,
+            },
             cache: BTreeMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
@@ -390,15 +425,18 @@ impl<'a> Encoder<'a> {
         self.allowance = work;
     }
 
-    /// The clock's safety net over the kernel: no check runs past it.
-    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+    /// The clock's safety net over the kernel, in this thread's CPU time:
+    /// no check starts past it.
+    pub fn set_deadline(&mut self, deadline: Option<Duration>) {
         self.deadline = deadline;
     }
 
-    /// The clock's limit for an obligation of `work` starting now.
-    fn wall_limit(&self, work: Work) -> Instant {
-        let own = Instant::now() + wall_for(work);
-        self.deadline.map_or(own, |d| d.min(own))
+    /// The clock's limits for an obligation of `work` starting now.
+    fn clock_for(&self, work: Work) -> Clock {
+        Clock {
+            wall: Instant::now() + wall_for(work),
+            cpu: self.deadline,
+        }
     }
 
     /// Starts a new solver session: encodings and abstractions are per solver.
@@ -419,7 +457,7 @@ impl<'a> Encoder<'a> {
 
     fn new_solver(&self) -> Solver {
         let solver = Solver::new();
-        limit(&solver, self.allowance, self.wall_limit(self.allowance));
+        limit(&solver, self.allowance, self.clock_for(self.allowance).wall);
         solver
     }
 
@@ -1363,7 +1401,7 @@ impl<'a> Encoder<'a> {
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let started = Instant::now();
         let deadline = work_done() + self.allowance;
-        self.wall = self.wall_limit(self.allowance);
+        self.clock = self.clock_for(self.allowance);
         // Heuristic queries (pinned launch values) get a slice of the work.
         let slice = (self.allowance / 8).max(work_for_ms(250));
         // The abstract pass's launch and iteration values, tried first.
@@ -1388,7 +1426,7 @@ impl<'a> Encoder<'a> {
         }
         let mut pinned = false;
         for round in 1..=LINEAR_ROUNDS {
-            let (r, m) = check_model(solver, deadline, self.wall);
+            let (r, m) = check_model(solver, deadline, self.clock);
             if r != SatResult::Sat {
                 return (r, None);
             }
@@ -1450,7 +1488,7 @@ impl<'a> Encoder<'a> {
             return (SatResult::Unknown, None);
         }
         self.make_exact(solver);
-        let (r, m) = check_model(solver, deadline, self.wall);
+        let (r, m) = check_model(solver, deadline, self.clock);
         if r == SatResult::Sat && m.is_none() {
             return (SatResult::Unknown, None);
         }
@@ -1486,7 +1524,7 @@ impl<'a> Encoder<'a> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
         for _ in 0..PINNED_ROUNDS {
-            let (SatResult::Sat, Some(m)) = check_model(&side, until, self.wall) else {
+            let (SatResult::Sat, Some(m)) = check_model(&side, until, self.clock) else {
                 return None;
             };
             let lemmas = self.refine(&m);
@@ -2199,12 +2237,12 @@ impl<'a> Encoder<'a> {
 /// sometimes stalls on problems its plain core solves in milliseconds, and
 /// the reverse: a short first try, then the core on a copy, then the default
 /// again with what is left.
-fn check_model(solver: &Solver, until: Work, wall: Instant) -> (SatResult, Option<z3::Model>) {
+fn check_model(solver: &Solver, until: Work, clock: Clock) -> (SatResult, Option<z3::Model>) {
     let now = work_done();
     let left = until.saturating_sub(now);
     let first = now + (left / 4).max(work_for_ms(200));
-    let r = check_until(solver, first.min(until), wall);
-    if r != SatResult::Unknown || work_done() >= until || Instant::now() >= wall {
+    let r = check_until(solver, first.min(until), clock);
+    if r != SatResult::Unknown || work_done() >= until || clock.passed() {
         return (r, if r == SatResult::Sat { solver.get_model() } else { None });
     }
     let core = z3::Tactic::new("simplify")
@@ -2215,30 +2253,30 @@ fn check_model(solver: &Solver, until: Work, wall: Instant) -> (SatResult, Optio
         core.assert(&a);
     }
     let now = work_done();
-    let r = check_until(&core, now + until.saturating_sub(now) / 2, wall);
+    let r = check_until(&core, now + until.saturating_sub(now) / 2, clock);
     if r != SatResult::Unknown {
         return (r, if r == SatResult::Sat { core.get_model() } else { None });
     }
-    let r = check_until(solver, until, wall);
+    let r = check_until(solver, until, clock);
     (r, if r == SatResult::Sat { solver.get_model() } else { None })
 }
 
-/// Checks `solver` with the work left until `until`, and the clock's until
-/// `wall`; none left is `unknown`.
-fn check_until(solver: &Solver, until: Work, wall: Instant) -> SatResult {
+/// Checks `solver` with the work left until `until`, within `clock`'s
+/// limits; none left is `unknown`.
+fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
     let w0 = work_done();
     let left = until.saturating_sub(w0);
     if left == 0 {
         return SatResult::Unknown;
     }
-    if Instant::now() >= wall {
+    if clock.passed() {
         note_clock_stopped();
         return SatResult::Unknown;
     }
-    limit(solver, left, wall);
+    limit(solver, left, clock.wall);
     let t0 = Instant::now();
     let r = solver.check();
-    if r == SatResult::Unknown && work_done() - w0 < left && Instant::now() >= wall {
+    if r == SatResult::Unknown && work_done() - w0 < left && Instant::now() >= clock.wall {
         note_clock_stopped();
     }
     if std::env::var("WARPDRF_DEBUG_WORK").is_ok() {
