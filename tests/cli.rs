@@ -32,6 +32,20 @@ fn a_race_is_reported_with_its_two_threads() {
     assert!(stdout.contains("help: "), "{stdout}");
 }
 
+/// A witness that needs a value past its type's range says so; one that
+/// does not, does not.
+#[test]
+fn a_witness_says_when_it_needs_a_wrap_around() {
+    let notes = |file: &str| {
+        let (code, stdout, _) = warpdrf(&["check", "--format", "json", "--block-dim", "32", file]);
+        assert_eq!(code, 1, "{stdout}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        v["kernels"][0]["alarms"][0]["witness"]["notes"].to_string()
+    };
+    assert!(notes("fixtures/memory/index_wraps_around.cu").contains("wrap around"));
+    assert!(!notes("fixtures/memory/global_out_of_block.cu").contains("wrap around"));
+}
+
 #[test]
 fn a_race_free_kernel_passes_memory() {
     let (_, stdout, _) = warpdrf(&[

@@ -2018,7 +2018,20 @@ impl<'a> Encoder<'a> {
                 Outcome::Unknown("an abstraction's model".into())
             }
             (SatResult::Sat, Some(m)) => {
-                let witness = witness(self, &m);
+                let mut witness = witness(self, &m);
+                // Say when the conflict needs a value past its type's range
+                // (realistic sizes may never get there).
+                if self
+                    .wraps
+                    .values()
+                    .any(|q| Self::model_int(&m, q).is_some_and(|v| v != 0))
+                {
+                    witness.notes.push(
+                        "these values make an integer computation wrap around (unsigned arithmetic or a \
+                         conversion, modulo 2^N); no witness without a wrap-around was found"
+                            .into(),
+                    );
+                }
                 let t = std::time::Instant::now();
                 let input_dependent = self.input_dependent(&m, syms, &facts, goal);
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
