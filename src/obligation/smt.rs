@@ -2021,11 +2021,10 @@ impl<'a> Encoder<'a> {
                 let mut witness = witness(self, &m);
                 // Say when the conflict needs a value past its type's range
                 // (realistic sizes may never get there).
-                if self
-                    .wraps
-                    .values()
-                    .any(|q| Self::model_int(&m, q).is_some_and(|v| v != 0))
-                {
+                // (Read without model completion: completing changes the
+                // model, and with it the search of every later query.)
+                let wrapped = |q: &Int| m.eval(q, false).and_then(|v| v.as_i64()).is_some_and(|v| v != 0);
+                if self.wraps.values().any(wrapped) {
                     witness.notes.push(
                         "these values make an integer computation wrap around (unsigned arithmetic or a \
                          conversion, modulo 2^N); no witness without a wrap-around was found"
