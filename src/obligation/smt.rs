@@ -285,6 +285,14 @@ fn within(inner: Interval, outer: Interval) -> bool {
     }
 }
 
+/// The values of `x + y` or `x - y` (`op`) for `x`, `y` in the intervals.
+fn sum_interval(op: BinOp, x: (i128, i128), y: (i128, i128)) -> Interval {
+    match op {
+        BinOp::Add => Some((x.0.checked_add(y.0)?, x.1.checked_add(y.1)?)),
+        _ => Some((x.0.checked_sub(y.1)?, x.1.checked_sub(y.0)?)),
+    }
+}
+
 fn hull(a: Interval, b: Interval) -> Interval {
     match (a, b) {
         (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
@@ -559,8 +567,7 @@ impl<'a> Encoder<'a> {
                     return range_of(t.ty);
                 };
                 match op {
-                    BinOp::Add => Some((x.0.checked_add(y.0)?, x.1.checked_add(y.1)?)),
-                    BinOp::Sub => Some((x.0.checked_sub(y.1)?, x.1.checked_sub(y.0)?)),
+                    BinOp::Add | BinOp::Sub => sum_interval(*op, x, y),
                     BinOp::Mul => corners(x, y, |p, q| p.checked_mul(q)),
                     BinOp::Div if y.0 == y.1 && y.0 != 0 => corners(x, y, |p, q| c_div(p, q).map(|r| r.0)),
                     BinOp::Rem if y.0 == y.1 && y.0 != 0 => {
@@ -789,15 +796,10 @@ impl<'a> Encoder<'a> {
                     BinOp::Add | BinOp::Sub => {
                         let (x, ix) = self.congruent_to(a, inst, bits);
                         let (y, iy) = self.congruent_to(b, inst, bits);
+                        let iv = ix.zip(iy).and_then(|(x, y)| sum_interval(*op, x, y));
                         if *op == BinOp::Add {
-                            let iv = ix
-                                .zip(iy)
-                                .and_then(|(x, y)| Some((x.0.checked_add(y.0)?, x.1.checked_add(y.1)?)));
                             (Int::add(&[x, y]), iv)
                         } else {
-                            let iv = ix
-                                .zip(iy)
-                                .and_then(|(x, y)| Some((x.0.checked_sub(y.1)?, x.1.checked_sub(y.0)?)));
                             (Int::sub(&[x, y]), iv)
                         }
                     }
