@@ -26,6 +26,35 @@ pub enum Command {
     /// Explain a check code (what, why, an example, how to fix); without a
     /// code, list them all.
     Rule(RuleArgs),
+    /// Check every kernel of a codebase and summarise: memory verdicts by
+    /// participation verdicts, with the kernels of every cell that is not
+    /// a pass.
+    Audit(AuditArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditFormat {
+    /// A line per kernel, then the summary table.
+    Table,
+    /// The `check` JSON contract, one entry per kernel.
+    Json,
+    /// A row per kernel.
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: AuditFormat,
+    /// Limit per kernel, in milliseconds of nominal solver work (see
+    /// `check --timeout-ms`); what is left undecided is unknown.
+    #[arg(long, default_value_t = 60_000)]
+    pub timeout_ms: u64,
+    /// Directories or files.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -125,6 +154,14 @@ pub struct Common {
     /// Add an include directory.
     #[arg(short = 'I', value_name = "DIR")]
     pub include: Vec<PathBuf>,
+    /// Kernels checked in parallel (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+/// The solver's limit for `check` and `explain`.
+#[derive(Args, Debug, Clone)]
+pub struct ObligationLimit {
     /// Limit per solver obligation, in milliseconds of nominal solver work
     /// (Z3 resource units at a fixed rate, so results do not depend on the
     /// machine's load); a kernel's obligations share the larger of 6 s and
@@ -132,9 +169,33 @@ pub struct Common {
     /// left undecided is unknown.
     #[arg(long, default_value_t = 2_000)]
     pub timeout_ms: u64,
-    /// Kernels checked in parallel (default: all cores).
-    #[arg(long)]
-    pub jobs: Option<usize>,
+}
+
+/// The solver's limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Per obligation, nominal milliseconds.
+    pub obligation_ms: u64,
+    /// Per kernel, nominal milliseconds (else derived from the obligation's).
+    pub kernel_ms: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            obligation_ms: 2_000,
+            kernel_ms: None,
+        }
+    }
+}
+
+impl From<&ObligationLimit> for Limits {
+    fn from(l: &ObligationLimit) -> Self {
+        Limits {
+            obligation_ms: l.timeout_ms,
+            kernel_ms: None,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -152,6 +213,8 @@ pub struct KernelsArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub common: Common,
+    #[command(flatten)]
+    pub limit: ObligationLimit,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Colour in the human report.
@@ -177,14 +240,17 @@ pub struct CheckArgs {
 pub struct ExplainArgs {
     #[command(flatten)]
     pub common: Common,
+    #[command(flatten)]
+    pub limit: ObligationLimit,
     /// The stage to show.
     #[arg(long, value_enum, default_value = "ir")]
     pub stage: Stage,
     pub file: PathBuf,
 }
 
-/// The driver's options from the common flags; `Err` is a one-line message.
-pub fn options(common: &Common) -> Result<crate::driver::Options, String> {
+/// The driver's options from the common flags and the solver's limits;
+/// `Err` is a one-line message.
+pub fn options(common: &Common, limits: Limits) -> Result<crate::driver::Options, String> {
     use crate::preprocess::{PpConfig, Target as PpTarget};
     if common.config != Config::Cuda {
         return Err(format!(
@@ -229,7 +295,8 @@ pub fn options(common: &Common) -> Result<crate::driver::Options, String> {
         kernel: common.kernel.clone(),
         block_dim: common.block_dim,
         grid_dim: common.grid_dim,
-        timeout_ms: common.timeout_ms,
+        timeout_ms: limits.obligation_ms,
+        kernel_timeout_ms: limits.kernel_ms,
         jobs: match common.jobs {
             Some(0) => return Err("--jobs must be at least 1".into()),
             Some(n) => n,

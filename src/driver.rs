@@ -23,8 +23,11 @@ pub struct Options {
     pub kernel: Option<String>,
     pub block_dim: Option<[u32; 3]>,
     pub grid_dim: Option<[u32; 3]>,
-    /// Time limit of one solver call.
+    /// Limit of one solver obligation, in nominal milliseconds of work.
     pub timeout_ms: u64,
+    /// Limit of one kernel's obligations, in nominal milliseconds of work
+    /// (else the larger of 6 s and three obligations' limits).
+    pub kernel_timeout_ms: Option<u64>,
     /// Kernels checked at once (0 counts as 1).
     pub jobs: usize,
 }
@@ -518,11 +521,15 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
     } else {
         crate::obligation::smt::work_for_ms(options.timeout_ms)
     };
+    // A longer obligation limit widens the kernel's budget with it.
+    let budget = match options.kernel_timeout_ms {
+        Some(ms) => crate::obligation::smt::work_for_ms(ms),
+        None => defaults.budget.max(work.saturating_mul(3)),
+    };
     MemoryOptions {
         shape,
-        work,
-        // A longer obligation limit widens the kernel's budget with it.
-        budget: defaults.budget.max(work.saturating_mul(3)),
+        work: work.min(budget),
+        budget,
         ..defaults
     }
 }
@@ -650,8 +657,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // Only kernels whose queries do unusually little work per second reach
     // it; what they leave undecided can then vary between machines.
     let nominal_ms = budget / crate::obligation::smt::WORK_PER_MS;
-    let deadline = crate::obligation::smt::thread_cpu()
-        + std::time::Duration::from_millis(nominal_ms.saturating_mul(crate::obligation::smt::WALL_SAFETY));
+    // A second more, for the encoding around the solver's work (tiny
+    // budgets would otherwise be stopped by the clock, not the work).
+    let net_ms = nominal_ms
+        .saturating_mul(crate::obligation::smt::WALL_SAFETY)
+        .saturating_add(1_000);
+    let deadline = crate::obligation::smt::thread_cpu() + std::time::Duration::from_millis(net_ms);
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;
     for (k, model, mopts) in &jobs {

@@ -34,7 +34,7 @@ fn report_diagnostics(db: &SourceDb, diagnostics: &[warpdrf::preprocess::Diag]) 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Kernels(args) => {
-            let opts = cli::options(&args.common)?;
+            let opts = cli::options(&args.common, cli::Limits::default())?;
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
             let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
@@ -52,7 +52,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check(args) => {
-            let opts = cli::options(&args.common)?;
+            let opts = cli::options(&args.common, (&args.limit).into())?;
             let paths = if args.paths.is_empty() {
                 vec![std::path::PathBuf::from(".")]
             } else {
@@ -125,6 +125,38 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::from(1)
             })
         }
+        Command::Audit(args) => {
+            let limits = cli::Limits {
+                obligation_ms: cli::Limits::default().obligation_ms.min(args.timeout_ms),
+                kernel_ms: Some(args.timeout_ms),
+            };
+            let opts = cli::options(&args.common, limits)?;
+            let mut db = SourceDb::new();
+            let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
+            let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
+            report_diagnostics(&db, &diagnostics);
+            if entries.is_empty() {
+                eprintln!("warpdrf: no kernels found");
+            }
+            let results = driver::check(&db, &entries, &opts);
+            let report = warpdrf::triage::triage(&db, results, None);
+            match args.format {
+                cli::AuditFormat::Table => out(&report::audit::table(&db, &report)),
+                cli::AuditFormat::Csv => out(&report::audit::csv(&db, &report)),
+                cli::AuditFormat::Json => {
+                    let v = report::json::check(&db, "cuda", opts.lower.warp_size, &report, false);
+                    out(&format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&v).expect("JSON values serialize")
+                    ));
+                }
+            }
+            Ok(if report.failing() == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Rule(args) => match args.code.as_deref() {
             None => {
                 out(&report::rules::list());
@@ -139,7 +171,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             },
         },
         Command::Explain(args) => {
-            let opts = cli::options(&args.common)?;
+            let opts = cli::options(&args.common, (&args.limit).into())?;
             let mut db = SourceDb::new();
             let inputs = driver::collect_inputs(std::slice::from_ref(&args.file)).map_err(|e| e.to_string())?;
             match args.stage {

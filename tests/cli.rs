@@ -264,3 +264,74 @@ fn colour_only_when_asked_or_on_a_terminal() {
     // Piped (as here), `auto` gives plain text.
     assert!(!args("auto").contains('\u{1b}'));
 }
+
+/// `audit` summarises: memory rows by participation columns, and the
+/// kernels of every cell that is not a pass; CSV has a row per kernel.
+#[test]
+fn audit_tables_kernels_by_both_verdicts() {
+    let files = [
+        "fixtures/memory/index_widened_first.cu",
+        "fixtures/memory/global_out_of_block.cu",
+    ];
+    let mut args = vec!["audit", "--block-dim", "32"];
+    args.extend(files);
+    let (code, stdout, _) = warpdrf(&args);
+    assert_eq!(code, 1, "an alarm fails the audit: {stdout}");
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}: {stdout}"))
+            .split_whitespace()
+            .skip(1)
+            .map(|n| n.parse::<usize>().expect("a count"))
+            .collect::<Vec<_>>()
+    };
+    // Columns: pass, alarm, unknown, total.
+    assert_eq!(row("pass"), [1, 0, 0, 1], "{stdout}");
+    assert_eq!(row("alarm"), [1, 0, 0, 1], "{stdout}");
+    assert_eq!(row("unknown"), [0, 0, 0, 0], "{stdout}");
+    assert_eq!(row("total"), [2, 0, 0, 2], "{stdout}");
+    let cell = stdout
+        .split("memory alarm / participation pass (1):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no alarm/pass cell: {stdout}"));
+    assert!(cell.trim_start().starts_with("scale_forgot_block ("), "{stdout}");
+    assert!(!stdout.contains("memory pass / participation pass"), "{stdout}");
+
+    let mut args = vec!["audit", "--format", "csv", "--block-dim", "32"];
+    args.extend(files);
+    let (_, csv, _) = warpdrf(&args);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        rows[0],
+        "file,line,kernel,memory,participation,alarms,unknowns,clock_limited"
+    );
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows.contains(&"fixtures/memory/index_widened_first.cu,7,stamp_rows_widened,pass,pass,0,0,false"),
+        "{csv}"
+    );
+    assert!(
+        rows.iter().any(|r| r.contains(",scale_forgot_block,alarm,pass,")),
+        "{csv}"
+    );
+}
+
+/// The audit's `--timeout-ms` limits each kernel: with almost no solver
+/// work left, what needs the solver is unknown, never a pass.
+#[test]
+fn audit_timeout_leaves_unknown_not_pass() {
+    let (code, csv, _) = warpdrf(&[
+        "audit",
+        "--format",
+        "csv",
+        "--block-dim",
+        "32",
+        "--timeout-ms",
+        "1",
+        "fixtures/memory/index_widened_first.cu",
+    ]);
+    assert_eq!(code, 1, "{csv}");
+    assert!(csv.contains(",stamp_rows_widened,unknown,"), "{csv}");
+}

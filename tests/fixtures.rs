@@ -154,7 +154,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
     let Command::Check(args) = cli.command else {
         unreachable!("parsed as check")
     };
-    let options = match cli::options(&args.common) {
+    let options = match cli::options(&args.common, (&args.limit).into()) {
         Ok(o) => o,
         Err(e) => return vec![format!("bad args: {e}")],
     };

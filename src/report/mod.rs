@@ -1,5 +1,6 @@
 //! Renderings of results: only this module knows output formats.
 
+pub mod audit;
 pub mod diagnostic;
 pub mod human;
 pub mod json;
