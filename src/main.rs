@@ -30,24 +30,44 @@ fn report_diagnostics(db: &SourceDb, diagnostics: &[warpdrf::preprocess::Diag]) 
     }
 }
 
+/// The kernels of `paths`, lowered; front-end diagnostics go to standard error.
+fn lowered(
+    paths: &[std::path::PathBuf],
+    opts: &driver::Options,
+) -> Result<(SourceDb, Vec<driver::KernelEntry>), String> {
+    let mut db = SourceDb::new();
+    let inputs = driver::collect_inputs(paths).map_err(|e| e.to_string())?;
+    let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, opts).map_err(|e| e.to_string())?;
+    report_diagnostics(&db, &diagnostics);
+    Ok((db, entries))
+}
+
+/// A JSON value, pretty-printed, on standard output.
+fn out_json(v: &impl serde::Serialize) {
+    out(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(v).expect("JSON values serialize")
+    ));
+}
+
+/// Exit status 1 when some finding fails the run, else 0.
+fn exit_for(report: &warpdrf::triage::Report) -> ExitCode {
+    if report.failing() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 /// Runs a command; `Err` is a one-line message for exit status 2.
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Kernels(args) => {
             let opts = cli::options(&args.common, cli::Limits::default())?;
-            let mut db = SourceDb::new();
-            let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
-            let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
-            report_diagnostics(&db, &diagnostics);
+            let (db, entries) = lowered(&args.paths, &opts)?;
             match args.format {
                 cli::ListFormat::Human => out(&report::kernels_human(&db, &entries)),
-                cli::ListFormat::Json => {
-                    let v = report::json::kernels(&db, &entries);
-                    out(&format!(
-                        "{}\n",
-                        serde_json::to_string_pretty(&v).expect("JSON values serialize")
-                    ));
-                }
+                cli::ListFormat::Json => out_json(&report::json::kernels(&db, &entries)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -58,10 +78,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             } else {
                 args.paths.clone()
             };
-            let mut db = SourceDb::new();
-            let inputs = driver::collect_inputs(&paths).map_err(|e| e.to_string())?;
-            let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
-            report_diagnostics(&db, &diagnostics);
+            let (db, entries) = lowered(&paths, &opts)?;
             let baseline = match &args.baseline {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
@@ -85,20 +102,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 report = warpdrf::triage::triage(&db, report.results, Some(&written));
             }
             match args.format {
-                cli::Format::Json => {
-                    let v = report::json::check(&db, "cuda", opts.lower.warp_size, &report, args.timings);
-                    out(&format!(
-                        "{}\n",
-                        serde_json::to_string_pretty(&v).expect("JSON values serialize")
-                    ));
-                }
-                cli::Format::Sarif => {
-                    let v = report::sarif::check(&db, &report, opts.lower.warp_size);
-                    out(&format!(
-                        "{}\n",
-                        serde_json::to_string_pretty(&v).expect("SARIF values serialize")
-                    ));
-                }
+                cli::Format::Json => out_json(&report::json::check(
+                    &db,
+                    "cuda",
+                    opts.lower.warp_size,
+                    &report,
+                    args.timings,
+                )),
+                cli::Format::Sarif => out_json(&report::sarif::check(&db, &report, opts.lower.warp_size)),
                 cli::Format::Short => {
                     for i in 0..report.results.len() {
                         out(&report::short::kernel(&db, &report, i));
@@ -119,11 +130,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                 }
             }
-            Ok(if report.failing() == 0 {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(exit_for(&report))
         }
         Command::Audit(args) => {
             let limits = cli::Limits {
@@ -131,10 +138,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 kernel_ms: Some(args.timeout_ms),
             };
             let opts = cli::options(&args.common, limits)?;
-            let mut db = SourceDb::new();
-            let inputs = driver::collect_inputs(&args.paths).map_err(|e| e.to_string())?;
-            let (entries, diagnostics) = driver::lower_all(&mut db, &inputs, &opts).map_err(|e| e.to_string())?;
-            report_diagnostics(&db, &diagnostics);
+            let (db, entries) = lowered(&args.paths, &opts)?;
             if entries.is_empty() {
                 eprintln!("warpdrf: no kernels found");
             }
@@ -144,18 +148,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 cli::AuditFormat::Table => out(&report::audit::table(&db, &report)),
                 cli::AuditFormat::Csv => out(&report::audit::csv(&db, &report)),
                 cli::AuditFormat::Json => {
-                    let v = report::json::check(&db, "cuda", opts.lower.warp_size, &report, false);
-                    out(&format!(
-                        "{}\n",
-                        serde_json::to_string_pretty(&v).expect("JSON values serialize")
-                    ));
+                    out_json(&report::json::check(&db, "cuda", opts.lower.warp_size, &report, false))
                 }
             }
-            Ok(if report.failing() == 0 {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(exit_for(&report))
         }
         Command::Rule(args) => match args.code.as_deref() {
             None => {

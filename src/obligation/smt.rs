@@ -362,7 +362,7 @@ pub struct Encoder<'a> {
     pass: Pass,
     abstracted: bool,
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
-    /// the exact pass tries them first.
+    /// the next pass (without wrap-around) tries them first, and uses them up.
     hints: Vec<(String, i128)>,
     /// Launch-wide integer leaves (dimensions, parameters) and iteration
     /// counts: fixing them to a model's values makes most index products
@@ -785,7 +785,7 @@ impl<'a> Encoder<'a> {
         }
         let unsigned = matches!(t.ty, ScalarTy::Int { signed: false, .. });
         let out = match &t.kind {
-            TermKind::Cast(a) if a.ty.is_int() && a.ty != ScalarTy::Bool => self.congruent_to(a, inst, bits),
+            TermKind::Cast(a) if a.ty.is_int() => self.congruent_to(a, inst, bits),
             TermKind::Unary(UnOp::Neg, a) if unsigned => {
                 let (x, ix) = self.congruent_to(a, inst, bits);
                 (x.unary_minus(), ix.map(|(l, h)| (-h, -l)))
@@ -898,14 +898,9 @@ impl<'a> Encoder<'a> {
         match (from, to) {
             (ScalarTy::Int { .. } | ScalarTy::Bool, ScalarTy::Bool) => Dynamic::from_ast(&self.enc_bool(a, inst)),
             (ScalarTy::Bool, ScalarTy::Int { .. }) => Dynamic::from_ast(&self.enc_int(a, inst)),
-            (ScalarTy::Int { .. }, ScalarTy::Int { .. }) => {
-                // Conversions are modular (never undefined): wrap when needed.
-                let x = self.enc_int(a, inst);
-                if self.model.no_wrap.contains(&t.id) {
-                    return Dynamic::from_ast(&x);
-                }
-                Dynamic::from_ast(&self.wrap(t, inst, x))
-            }
+            // Only conversions known not to wrap get here (`enc_node`
+            // wraps the others with their modular chain): the value as is.
+            (ScalarTy::Int { .. }, ScalarTy::Int { .. }) => Dynamic::from_ast(&self.enc_int(a, inst)),
             _ => {
                 let x = self.enc(a, inst);
                 let name = format!(
@@ -1935,9 +1930,9 @@ impl<'a> Encoder<'a> {
         solver.check() != SatResult::Unsat
     }
 
-    /// Decides whether records `i` and `j` conflict: first with hard
-    /// operations abstracted (most race-freedom proofs need only that both
-    /// threads compute a stride alike), then exactly.
+    /// Decides whether records `i` and `j` conflict, in the passes of
+    /// [`Self::in_passes`] (most race-freedom proofs need only that both
+    /// threads compute a stride alike: the abstract pass).
     pub fn check_pair(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
         self.in_passes(|this| this.check_pair_once(i, j, shared))
     }
