@@ -52,6 +52,10 @@ pub struct AuditArgs {
     /// `check --timeout-ms`); what is left undecided is unknown.
     #[arg(long, default_value_t = 60_000)]
     pub timeout_ms: u64,
+    /// Each kernel's checking time in milliseconds: a `time_ms` column in
+    /// CSV, a field in JSON (the one value that varies between runs).
+    #[arg(long)]
+    pub timings: bool,
     /// Directories or files.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -302,6 +306,7 @@ pub fn options(common: &Common, limits: Limits) -> Result<crate::driver::Options
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
+        settle: false,
     })
 }
 

@@ -13,7 +13,7 @@ use crate::lower::{self, LowerConfig};
 use crate::obligation::{MemoryOptions, Shape};
 use crate::preprocess::{self, PpConfig, Session};
 use crate::source::{FileId, LoadError, SourceDb, Span};
-use crate::verdict::{KernelResult, Launch, ShapeSource, UnknownItem, Verdict};
+use crate::verdict::{Condition, KernelResult, Launch, ShapeSource, UnknownItem, Verdict};
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -30,6 +30,9 @@ pub struct Options {
     pub kernel_timeout_ms: Option<u64>,
     /// Kernels checked at once (0 counts as 1).
     pub jobs: usize,
+    /// Stop deciding a condition once an alarm has settled its verdict
+    /// (`audit`: verdicts first; `check` looks for every alarm).
+    pub settle: bool,
 }
 
 /// How completely a kernel lowered.
@@ -416,6 +419,17 @@ pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 /// before); `options.jobs` kernels at a time. Results come back in the
 /// entries' order: the output does not depend on the number of jobs.
 pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<KernelResult> {
+    check_with_progress(db, entries, options, &|_| {})
+}
+
+/// [`check`], calling `done` with each kernel's result as it is decided
+/// (in completion order, from the checking threads): a progress display.
+pub fn check_with_progress(
+    db: &SourceDb,
+    entries: &[KernelEntry],
+    options: &Options,
+    done: &(dyn Fn(&KernelResult) + Sync),
+) -> Vec<KernelResult> {
     let _ = db;
     let jobs = options.jobs.clamp(1, entries.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -428,7 +442,10 @@ pub fn check(db: &SourceDb, entries: &[KernelEntry], options: &Options) -> Vec<K
                 let Some(e) = entries.get(i) else { break };
                 let r = std::thread::scope(|inner| spawn_big(inner, || check_entry(e, options)).join());
                 match r {
-                    Ok(r) => slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r),
+                    Ok(r) => {
+                        done(&r);
+                        slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r)
+                    }
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             });
@@ -530,6 +547,7 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
         shape,
         work: work.min(budget),
         budget,
+        settle: options.settle,
         ..defaults
     }
 }
@@ -666,6 +684,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;
     for (k, model, mopts) in &jobs {
+        if options.settle && participation == Verdict::Alarm {
+            break;
+        }
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
         mopts.deadline = Some(deadline);
@@ -688,6 +709,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     }
     {
         for (k, model, mopts) in &jobs {
+            if options.settle && memory == Verdict::Alarm {
+                break;
+            }
             let mut mopts = mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
             mopts.deadline = Some(deadline);
@@ -706,6 +730,13 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             }
         }
     }
+    // Conditions proved under the callers' shapes: would any launch do?
+    let discharged = if from_sites && options.block_dim.is_none() {
+        let proved = [memory == Verdict::Pass, participation == Verdict::Pass];
+        for_any_launch(e, options, proved, budget / 4, deadline)
+    } else {
+        Vec::new()
+    };
     // A pass covers only the instantiations checked.
     if (memory == Verdict::Pass || participation == Verdict::Pass) && e.instantiations > e.covered {
         memory = join(memory, Verdict::Unknown);
@@ -718,6 +749,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             span: e.span,
         });
     }
+    let mut discharged = discharged;
+    discharged.retain(|a| match a.condition {
+        Condition::Memory => memory == Verdict::Pass,
+        Condition::Participation => participation == Verdict::Pass,
+    });
     let launch = match options.block_dim {
         Some(b) => Launch {
             block_dim: Some(b),
@@ -766,5 +802,42 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         assumptions,
         time_ms: started.elapsed().as_millis() as u64,
         clock_limited: crate::obligation::smt::take_clock_stopped(),
+        discharged,
     }
+}
+
+/// The first alarm of each condition marked `proved` ([memory,
+/// participation]) under a launch of any shape without launch facts, within
+/// `budget`: what the callers' shapes discharge.
+fn for_any_launch(
+    e: &KernelEntry,
+    options: &Options,
+    proved: [bool; 2],
+    budget: crate::obligation::smt::Work,
+    deadline: std::time::Duration,
+) -> Vec<crate::verdict::Alarm> {
+    let mut found: Vec<crate::verdict::Alarm> = Vec::new();
+    if !proved.contains(&true) {
+        return found;
+    }
+    let solving = crate::obligation::smt::work_done();
+    for k in &e.kernels {
+        let model = crate::passes::accesses::build(k, options.lower.warp_size, &[]);
+        let mut mopts = memory_options(k, options);
+        mopts.settle = true;
+        mopts.max_alarms = 1;
+        mopts.deadline = Some(deadline);
+        let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
+        if proved[1] && !has(&found, Condition::Participation) {
+            mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving) / 2;
+            let part = crate::obligation::participation::check_participation(k, &model, &mopts);
+            found.extend(part.alarms.into_iter().take(1));
+        }
+        if proved[0] && !has(&found, Condition::Memory) {
+            mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving);
+            let memory = crate::obligation::check_memory(k, &model, &mopts);
+            found.extend(memory.alarms.into_iter().take(1));
+        }
+    }
+    found
 }

@@ -137,19 +137,24 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 obligation_ms: cli::Limits::default().obligation_ms.min(args.timeout_ms),
                 kernel_ms: Some(args.timeout_ms),
             };
-            let opts = cli::options(&args.common, limits)?;
+            let mut opts = cli::options(&args.common, limits)?;
+            opts.settle = true;
             let (db, entries) = lowered(&args.paths, &opts)?;
             if entries.is_empty() {
                 eprintln!("warpdrf: no kernels found");
             }
-            let results = driver::check(&db, &entries, &opts);
+            let results = with_progress(&db, &entries, &opts);
             let report = warpdrf::triage::triage(&db, results, None);
             match args.format {
                 cli::AuditFormat::Table => out(&report::audit::table(&db, &report)),
-                cli::AuditFormat::Csv => out(&report::audit::csv(&db, &report)),
-                cli::AuditFormat::Json => {
-                    out_json(&report::json::check(&db, "cuda", opts.lower.warp_size, &report, false))
-                }
+                cli::AuditFormat::Csv => out(&report::audit::csv(&db, &report, args.timings)),
+                cli::AuditFormat::Json => out_json(&report::json::check(
+                    &db,
+                    "cuda",
+                    opts.lower.warp_size,
+                    &report,
+                    args.timings,
+                )),
             }
             Ok(exit_for(&report))
         }
@@ -206,6 +211,30 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// [`driver::check`] with a progress bar on standard error when it is a
+/// terminal (silent when piped or redirected).
+fn with_progress(
+    db: &SourceDb,
+    entries: &[driver::KernelEntry],
+    opts: &driver::Options,
+) -> Vec<warpdrf::verdict::KernelResult> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return driver::check(db, entries, opts);
+    }
+    let bar = indicatif::ProgressBar::new(entries.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} kernels, {elapsed} {msg}")
+            .expect("a valid progress template"),
+    );
+    let results = driver::check_with_progress(db, entries, opts, &|r| {
+        bar.set_message(r.kernel.clone());
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    results
 }
 
 fn main() -> ExitCode {

@@ -20,6 +20,15 @@ pub enum Condition {
     Participation,
 }
 
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Condition::Memory => "memory",
+            Condition::Participation => "participation",
+        })
+    }
+}
+
 /// Where the launch shape came from (`design.md`, "Threads, warps, blocks").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,9 +78,18 @@ pub struct KernelResult {
     /// The clock's safety net, not a work limit, ended some check: what
     /// stayed undecided may differ on a machine with more or less load.
     pub clock_limited: bool,
+    /// Alarms under a launch of any shape (no facts from launch sites) of
+    /// conditions that pass under the shapes the kernel's callers use: the
+    /// kernel is safe only because of its callers ("discharged by callers").
+    pub discharged: Vec<Alarm>,
 }
 
 impl KernelResult {
+    /// Whether `condition` passes only under its callers' launch shapes.
+    pub fn discharged_by_callers(&self, condition: Condition) -> bool {
+        self.discharged.iter().any(|a| a.condition == condition)
+    }
+
     /// WarpDRF holds exactly when both conditions pass.
     pub fn warpdrf(&self) -> bool {
         self.memory == Verdict::Pass && self.participation == Verdict::Pass

@@ -287,11 +287,12 @@ fn audit_tables_kernels_by_both_verdicts() {
             .map(|n| n.parse::<usize>().expect("a count"))
             .collect::<Vec<_>>()
     };
-    // Columns: pass, alarm, unknown, total.
-    assert_eq!(row("pass"), [1, 0, 0, 1], "{stdout}");
-    assert_eq!(row("alarm"), [1, 0, 0, 1], "{stdout}");
-    assert_eq!(row("unknown"), [0, 0, 0, 0], "{stdout}");
-    assert_eq!(row("total"), [2, 0, 0, 2], "{stdout}");
+    // Columns: pass, discharged, alarm, unknown, total.
+    assert_eq!(row("pass"), [1, 0, 0, 0, 1], "{stdout}");
+    assert_eq!(row("discharged"), [0, 0, 0, 0, 0], "{stdout}");
+    assert_eq!(row("alarm"), [1, 0, 0, 0, 1], "{stdout}");
+    assert_eq!(row("unknown"), [0, 0, 0, 0, 0], "{stdout}");
+    assert_eq!(row("total"), [2, 0, 0, 0, 2], "{stdout}");
     let cell = stdout
         .split("memory alarm / participation pass (1):\n")
         .nth(1)
@@ -334,4 +335,39 @@ fn audit_timeout_leaves_unknown_not_pass() {
     ]);
     assert_eq!(code, 1, "{csv}");
     assert!(csv.contains(",stamp_rows_widened,unknown,"), "{csv}");
+}
+
+#[test]
+fn audit_shows_passes_that_rely_on_the_callers_shapes_apart() {
+    // Race-free only with the 32-thread blocks of its launch site; the
+    // same kernel launched with 64 threads races.
+    let files = [
+        "fixtures/memory/launch_site_one_warp.cu",
+        "fixtures/memory/launch_site_two_warps.cu",
+    ];
+    let mut args = vec!["audit", "--format", "csv"];
+    args.extend(files);
+    let (code, csv, _) = warpdrf(&args);
+    assert_eq!(code, 1, "{csv}");
+    assert!(
+        csv.contains("launch_site_one_warp.cu,5,scale_rows,discharged,pass,0,0,false"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("launch_site_two_warps.cu,6,scale_rows,alarm,pass,"),
+        "{csv}"
+    );
+
+    // The check keeps the verdict (a pass under every launch found) and says
+    // what another launch would do.
+    let (code, json, _) = warpdrf(&["check", "--format", "json", files[0]]);
+    assert_eq!(code, 0, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let k = &v["kernels"][0];
+    assert_eq!(k["memory"], "pass", "{json}");
+    let discharged = k["discharged_by_callers"].as_array().expect("a list");
+    assert_eq!(discharged.len(), 1, "{json}");
+    assert_eq!(discharged[0]["condition"], "memory", "{json}");
+    let block = &discharged[0]["witness"]["block_dim"];
+    assert_ne!(block[0], 32, "the witness's launch is not the callers': {json}");
 }

@@ -35,7 +35,13 @@ pub struct MemoryOptions {
     /// thread's CPU time (`smt::thread_cpu`; see `smt::WALL_SAFETY`): past
     /// it, what is left is `unknown`.
     pub deadline: Option<Duration>,
+    /// Stop deciding obligations once an alarm has settled the verdict
+    /// (after the first round; see [`check_memory`]): `audit`'s mode.
+    pub settle: bool,
 }
+
+/// The first round gives each obligation this fraction of its work.
+const FIRST_ROUND_SHARE: smt::Work = 8;
 
 impl MemoryOptions {
     /// The work for the next obligation of a check that started when the
@@ -62,6 +68,7 @@ impl Default for MemoryOptions {
             max_alarms: 32,
             budget: smt::work_for_ms(6_000),
             deadline: None,
+            settle: false,
         }
     }
 }
@@ -252,6 +259,8 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         params_alias_assumed = true;
     }
     let mut out_of_time = false;
+    // The obligations, in order: (record, record, shared memory).
+    let mut pairs: Vec<(usize, usize, bool)> = Vec::new();
     for (&object_id, recs) in &by_object {
         let object = &kernel.objects[object_id as usize];
         if object.kind == ObjectKind::Untraced {
@@ -270,18 +279,52 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
         if !recs.iter().any(|&r| model.records[r].kind.writes()) {
             continue;
         }
-        if run.alarms.len() >= options.max_alarms {
-            break;
-        }
-        if options.allowance(started).is_none() {
-            out_of_time = true;
-            break;
-        }
         let shared = object.space == Space::Shared;
         stats.pairs += recs.len() * (recs.len() + 1) / 2;
-        if !run.pairwise(&mut encoder, recs, shared, started, &mut stats) {
-            out_of_time = true;
+        run.candidates(recs, shared, &mut pairs, &mut stats);
+    }
+    // Two rounds: every obligation first with a slice of its work (most are
+    // decided in far less than their limit), then the undecided ones with
+    // all of it. A hard obligation met early thus cannot spend the budget
+    // that would have decided the easy ones after it. With `settle`, an
+    // alarm (the verdict) skips the second round.
+    let mut undecided: Vec<(usize, usize, bool)> = Vec::new();
+    let mut skipped = 0;
+    'rounds: for round in [1, 2] {
+        let todo = std::mem::take(if round == 1 { &mut pairs } else { &mut undecided });
+        if round == 2 && options.settle && !run.alarms.is_empty() {
+            skipped = todo.len();
+            break;
         }
+        let cap = if round == 1 {
+            options.work / FIRST_ROUND_SHARE
+        } else {
+            options.work
+        };
+        for &(i, j, shared) in &todo {
+            if run.alarms.len() >= options.max_alarms {
+                break 'rounds;
+            }
+            if run.alarmed.contains(&run.key(i, j)) {
+                continue;
+            }
+            match run.decide(&mut encoder, (i, j, shared), cap, started, &mut stats, round == 2) {
+                Some(true) => {}
+                Some(false) => undecided.push((i, j, shared)),
+                None => {
+                    out_of_time = true;
+                    break 'rounds;
+                }
+            }
+        }
+    }
+    if skipped > 0 {
+        run.unknowns.push(UnknownItem {
+            reason: format!(
+                "{skipped} pair(s) of accesses were left undecided: an alarm had already settled the verdict"
+            ),
+            span: kernel.span,
+        });
     }
     let Run {
         alarms, mut unknowns, ..
@@ -404,23 +447,14 @@ impl Run<'_> {
         found
     }
 
-    /// Checks the pairs of `recs` one by one (after cheap pruning); false when
-    /// the time budget ran out.
-    fn pairwise(
-        &mut self,
-        encoder: &mut smt::Encoder,
-        recs: &[usize],
-        shared: bool,
-        started: smt::Work,
-        stats: &mut Stats,
-    ) -> bool {
+    /// The pairs of `recs` that need the solver (cheap pruning first), appended to `out`.
+    fn candidates(&self, recs: &[usize], shared: bool, out: &mut Vec<(usize, usize, bool)>, stats: &mut Stats) {
         let model = self.model;
         for (x, &i) in recs.iter().enumerate() {
             for &j in &recs[x..] {
                 let (a, b) = (&model.records[i], &model.records[j]);
                 if !(a.kind.writes() || b.kind.writes())
                     || matches!((a.kind, b.kind), (AccessKind::Atomic(_), AccessKind::Atomic(_)))
-                    || self.alarmed.contains(&self.key(i, j))
                 {
                     continue;
                 }
@@ -430,56 +464,69 @@ impl Run<'_> {
                     stats.pruned += 1;
                     continue;
                 }
-                if self.alarms.len() >= self.options.max_alarms {
-                    return true;
-                }
-                let Some(work) = self.options.allowance(started) else {
-                    return false;
-                };
-                let t0 = Instant::now();
-                encoder.set_allowance(work);
-                let outcome = encoder.check_pair(i, j, shared);
-                let ms = t0.elapsed().as_millis() as u64;
-                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                    let verdict = match &outcome {
-                        smt::Outcome::Unsat => "unsat",
-                        smt::Outcome::Sat { .. } => "sat",
-                        smt::Outcome::Unknown(_) => "unknown",
-                    };
-                    eprintln!("pair {i} {j}: {verdict} in {ms} ms");
-                }
-                stats.solved += 1;
-                stats.solver_ms += ms;
-                stats.slowest_ms = stats.slowest_ms.max(ms);
-                match outcome {
-                    smt::Outcome::Unsat => {}
-                    smt::Outcome::Unknown(reason) => {
-                        stats.unknown += 1;
-                        self.unknowns.push(UnknownItem {
-                            reason: format!("the solver could not decide whether these accesses race ({reason})"),
-                            span: a.span,
-                        });
-                    }
-                    smt::Outcome::Sat {
-                        witness,
-                        input_dependent,
-                    } => {
-                        stats.sat += 1;
-                        let space = self.kernel.objects[a.object.index()].space;
-                        self.alarm(
-                            smt::Found {
-                                first: i,
-                                second: j,
-                                witness: *witness,
-                                input_dependent,
-                            },
-                            space,
-                        );
-                    }
-                }
+                out.push((i, j, shared));
             }
         }
-        true
+    }
+
+    /// Decides one obligation with at most `cap` work: `Some(true)` when
+    /// decided (an alarm is recorded), `Some(false)` when not (recorded as
+    /// unknown only in the `last` round), `None` when the budget is spent.
+    fn decide(
+        &mut self,
+        encoder: &mut smt::Encoder,
+        (i, j, shared): (usize, usize, bool),
+        cap: smt::Work,
+        started: smt::Work,
+        stats: &mut Stats,
+        last: bool,
+    ) -> Option<bool> {
+        let work = self.options.allowance(started)?.min(cap.max(1));
+        let t0 = Instant::now();
+        encoder.set_allowance(work);
+        let outcome = encoder.check_pair(i, j, shared);
+        let ms = t0.elapsed().as_millis() as u64;
+        if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+            let verdict = match &outcome {
+                smt::Outcome::Unsat => "unsat",
+                smt::Outcome::Sat { .. } => "sat",
+                smt::Outcome::Unknown(_) => "unknown",
+            };
+            eprintln!("pair {i} {j}: {verdict} in {ms} ms");
+        }
+        stats.solved += 1;
+        stats.solver_ms += ms;
+        stats.slowest_ms = stats.slowest_ms.max(ms);
+        match outcome {
+            smt::Outcome::Unsat => Some(true),
+            smt::Outcome::Unknown(reason) => {
+                if last {
+                    stats.unknown += 1;
+                    self.unknowns.push(UnknownItem {
+                        reason: format!("the solver could not decide whether these accesses race ({reason})"),
+                        span: self.model.records[i].span,
+                    });
+                }
+                Some(false)
+            }
+            smt::Outcome::Sat {
+                witness,
+                input_dependent,
+            } => {
+                stats.sat += 1;
+                let space = self.kernel.objects[self.model.records[i].object.index()].space;
+                self.alarm(
+                    smt::Found {
+                        first: i,
+                        second: j,
+                        witness: *witness,
+                        input_dependent,
+                    },
+                    space,
+                );
+                Some(true)
+            }
+        }
     }
 }
 

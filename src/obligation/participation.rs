@@ -161,6 +161,10 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
         };
         // A partial warp is the launch shape's fault: one alarm says it.
         let shape_reported = matches!(goal, Goal::Partial(_)) && alarms.iter().any(|a| a.kind == kind);
+        if options.settle && !alarms.is_empty() {
+            // An alarm settled the verdict (`audit`).
+            break;
+        }
         if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms {
             continue;
         }

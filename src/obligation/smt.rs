@@ -34,7 +34,7 @@ use z3::{FuncDecl, Params, SatResult, Solver, Sort};
 
 use crate::ir::access::{AccessModel, AccessRecord, Origin, Scope};
 use crate::ir::term::{symbols_of, SymbolId, Term, TermKind};
-use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, UnOp};
+use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, SymKind, UnOp};
 use crate::verdict::{ThreadWitness, Witness};
 
 mod participation;
@@ -543,7 +543,8 @@ impl<'a> Encoder<'a> {
             TermKind::Bool(_) => Some((0, 1)),
             TermKind::Builtin(b) => self.builtin_interval(*b),
             TermKind::Symbol(s) => self.symbol_interval(*s),
-            TermKind::Param(_) | TermKind::Sym(_) => range_of(t.ty),
+            TermKind::Sym(s) => self.sym_interval(s.0, t.ty),
+            TermKind::Param(_) => range_of(t.ty),
             TermKind::Cast(a) => {
                 if t.ty == ScalarTy::Bool || !t.ty.is_int() {
                     return range_of(t.ty);
@@ -660,16 +661,30 @@ impl<'a> Encoder<'a> {
     }
 
     fn param_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
-        self.uniform_leaf(format!("param{i}"), ty)
+        self.uniform_leaf(format!("param{i}"), ty, range_of(ty))
     }
 
     fn sym_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
-        self.uniform_leaf(format!("sym{i}"), ty)
+        let interval = self.sym_interval(i, ty);
+        self.uniform_leaf(format!("sym{i}"), ty, interval)
     }
 
-    fn uniform_leaf(&mut self, name: String, ty: ScalarTy) -> Dynamic {
+    /// The values of a kernel symbol: its type's range, except that the size
+    /// or alignment of a type is at least 1 (and, for types in GPU memory,
+    /// below 2^40 bytes) and an offset in one is not negative.
+    fn sym_interval(&self, i: u32, ty: ScalarTy) -> Interval {
+        let info = &self.kernel.syms[i as usize];
+        let cap = |lo: i128| range_of(ty).map(|(tl, th)| (lo.max(tl), th.min(1 << 40)));
+        match info.kind {
+            SymKind::Layout if info.name.starts_with("sizeof(") || info.name.starts_with("alignof(") => cap(1),
+            SymKind::Layout if info.name.starts_with("offsetof(") => cap(0),
+            _ => range_of(ty),
+        }
+    }
+
+    fn uniform_leaf(&mut self, name: String, ty: ScalarTy, interval: Interval) -> Dynamic {
         let fresh = !self.declared.contains(&name);
-        let d = self.leaf(name, ty, range_of(ty));
+        let d = self.leaf(name, ty, interval);
         if let (true, Some(v)) = (fresh, d.as_int()) {
             self.uniform_leaves.push(v);
         }
@@ -1845,18 +1860,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Both threads distinct, bytes overlapping, nothing ordering them.
-    fn unordered(
-        &mut self,
-        off: [&Int; 2],
-        width: [&Int; 2],
-        phases: [[&Int; 3]; 2],
-        collective: Bool,
-        shared: bool,
-    ) -> Bool {
-        let overlap = Bool::and(&[
-            off[0].lt(Int::add(&[off[1].clone(), width[1].clone()])),
-            off[1].lt(Int::add(&[off[0].clone(), width[0].clone()])),
-        ]);
+    fn unordered(&mut self, overlap: Bool, phases: [[&Int; 3]; 2], collective: Bool, shared: bool) -> Bool {
         let same_block = self.same_block();
         let mut same = vec![same_block.clone()];
         for d in Dim::ALL {
@@ -1890,6 +1894,21 @@ impl<'a> Encoder<'a> {
         let o1 = self.enc_int(&b.offset, 1);
         let w0 = self.enc_int(&a.width, 0);
         let w1 = self.enc_int(&b.width, 1);
+        let overlap = match self.element_indices(a, b) {
+            // Whole elements of one size `f ≥ 1` at `x*f` and `y*f` (no
+            // overflow, a side condition below): the ranges meet exactly
+            // when `x = y`. Linear, where the byte offsets multiply two
+            // unknowns (the size of a type parameter).
+            Some((x, y)) => {
+                let x = self.enc_int(&x, 0);
+                let y = self.enc_int(&y, 1);
+                x.eq(&y)
+            }
+            None => Bool::and(&[
+                o0.lt(Int::add(&[o1.clone(), w1.clone()])),
+                o1.lt(Int::add(&[o0.clone(), w0.clone()])),
+            ]),
+        };
         let ph0 = [
             self.enc_int(&a.phase.block, 0),
             self.enc_int(&a.phase.warp, 0),
@@ -1906,13 +1925,60 @@ impl<'a> Encoder<'a> {
         }
         let collective = Bool::from_bool(a.collective && b.collective);
         let u = self.unordered(
-            [&o0, &o1],
-            [&w0, &w1],
+            overlap,
             [[&ph0[0], &ph0[1], &ph0[2]], [&ph1[0], &ph1[1], &ph1[2]]],
             collective,
             shared,
         );
         (Bool::and(&[pc0, pc1, u]), side)
+    }
+
+    /// The element indices `(x, y)` of two accesses at offsets `x*f` and
+    /// `y*f` (signed products, either order) of width `f`, for one
+    /// non-constant `f ≥ 1` (up to conversions that keep its value).
+    fn element_indices(&mut self, a: &AccessRecord, b: &AccessRecord) -> Option<(Term, Term)> {
+        if a.width.as_int().is_some() || self.unconverted(&a.width)?.id != self.unconverted(&b.width)?.id {
+            return None;
+        }
+        let factor = self.unconverted(&a.width)?.id;
+        let x = self.index_scaled_by(&a.offset, factor)?;
+        let y = self.index_scaled_by(&b.offset, factor)?;
+        Some((x, y))
+    }
+
+    /// `x` when `offset` is a signed `x * f` with `f` the term `factor` up to
+    /// value-keeping conversions.
+    fn index_scaled_by(&mut self, offset: &Term, factor: u32) -> Option<Term> {
+        let TermKind::Binary(BinOp::Mul, ScalarTy::Int { signed: true, .. }, p, q) = &offset.kind else {
+            return None;
+        };
+        if self.unconverted(q).is_some_and(|f| f.id == factor) {
+            Some(p.clone())
+        } else if self.unconverted(p).is_some_and(|f| f.id == factor) {
+            Some(q.clone())
+        } else {
+            None
+        }
+    }
+
+    /// `t` without integer conversions, when each keeps the value and the
+    /// value is at least 1 (an element size); else `None`.
+    fn unconverted<'t>(&mut self, t: &'t Term) -> Option<&'t Term> {
+        let positive = |iv: Interval| iv.is_some_and(|(lo, hi)| lo >= 1 && hi < 1 << 62);
+        if !positive(self.interval(t)) {
+            return None;
+        }
+        match &t.kind {
+            TermKind::Cast(inner) if inner.ty.is_int() && t.ty.is_int() => {
+                let kept = within(self.interval(inner), range_of(t.ty));
+                if kept {
+                    self.unconverted(inner)
+                } else {
+                    None
+                }
+            }
+            _ => Some(t),
+        }
     }
 
     /// Whether some launch satisfies the shape and the launch facts: facts

@@ -5,15 +5,42 @@
 
 use crate::source::SourceDb;
 use crate::triage::Report;
-use crate::verdict::{KernelResult, Verdict};
+use crate::verdict::{Condition, KernelResult, Verdict};
 
-const VERDICTS: [Verdict; 3] = [Verdict::Pass, Verdict::Alarm, Verdict::Unknown];
+/// A condition's class in the audit: its verdict, with the passes that hold
+/// only under the callers' launch shapes apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Pass,
+    /// Passes under the shapes its callers use; alarms under another shape.
+    Discharged,
+    Alarm,
+    Unknown,
+}
 
-fn name(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Pass => "pass",
-        Verdict::Alarm => "alarm",
-        Verdict::Unknown => "unknown",
+const CLASSES: [Class; 4] = [Class::Pass, Class::Discharged, Class::Alarm, Class::Unknown];
+
+impl Class {
+    pub fn of(r: &KernelResult, condition: Condition) -> Class {
+        let verdict = match condition {
+            Condition::Memory => r.memory,
+            Condition::Participation => r.participation,
+        };
+        match verdict {
+            Verdict::Pass if r.discharged_by_callers(condition) => Class::Discharged,
+            Verdict::Pass => Class::Pass,
+            Verdict::Alarm => Class::Alarm,
+            Verdict::Unknown => Class::Unknown,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Pass => "pass",
+            Class::Discharged => "discharged",
+            Class::Alarm => "alarm",
+            Class::Unknown => "unknown",
+        }
     }
 }
 
@@ -24,11 +51,13 @@ fn place(db: &SourceDb, r: &KernelResult) -> String {
 }
 
 /// The kernels of one cell of the table, in report order.
-fn cell(report: &Report, memory: Verdict, participation: Verdict) -> Vec<&KernelResult> {
+fn cell(report: &Report, memory: Class, participation: Class) -> Vec<&KernelResult> {
     report
         .results
         .iter()
-        .filter(|r| r.memory == memory && r.participation == participation)
+        .filter(|r| {
+            Class::of(r, Condition::Memory) == memory && Class::of(r, Condition::Participation) == participation
+        })
         .collect()
 }
 
@@ -40,41 +69,53 @@ pub fn table(db: &SourceDb, report: &Report) -> String {
             "{}: {}  memory={} participation={}{}\n",
             place(db, r),
             r.kernel,
-            name(r.memory),
-            name(r.participation),
+            Class::of(r, Condition::Memory).name(),
+            Class::of(r, Condition::Participation).name(),
             if r.clock_limited { " (clock-limited)" } else { "" }
         ));
     }
-    out.push_str(&format!("\n{:<16}{:>28}\n", "", "participation"));
+    out.push_str(&format!("\n{:<16}{:>30}\n", "", "participation"));
     out.push_str(&format!("{:<16}", "memory"));
-    for p in VERDICTS {
-        out.push_str(&format!("{:>10}", name(p)));
+    for p in CLASSES {
+        out.push_str(&format!("{:>12}", p.name()));
     }
-    out.push_str(&format!("{:>10}\n", "total"));
-    for m in VERDICTS {
-        out.push_str(&format!("{:<16}", name(m)));
-        for p in VERDICTS {
-            out.push_str(&format!("{:>10}", cell(report, m, p).len()));
+    out.push_str(&format!("{:>12}\n", "total"));
+    for m in CLASSES {
+        out.push_str(&format!("{:<16}", m.name()));
+        for p in CLASSES {
+            out.push_str(&format!("{:>12}", cell(report, m, p).len()));
         }
-        let row = report.results.iter().filter(|r| r.memory == m).count();
-        out.push_str(&format!("{row:>10}\n"));
+        let row = report
+            .results
+            .iter()
+            .filter(|r| Class::of(r, Condition::Memory) == m)
+            .count();
+        out.push_str(&format!("{row:>12}\n"));
     }
     out.push_str(&format!("{:<16}", "total"));
-    for p in VERDICTS {
-        let column = report.results.iter().filter(|r| r.participation == p).count();
-        out.push_str(&format!("{column:>10}"));
+    for p in CLASSES {
+        let column = report
+            .results
+            .iter()
+            .filter(|r| Class::of(r, Condition::Participation) == p)
+            .count();
+        out.push_str(&format!("{column:>12}"));
     }
-    out.push_str(&format!("{:>10}\n", report.results.len()));
-    for m in VERDICTS {
-        for p in VERDICTS {
+    out.push_str(&format!("{:>12}\n", report.results.len()));
+    out.push_str(
+        "(discharged: passes under the launch shapes the kernel's callers use, \
+         alarms under another shape)\n",
+    );
+    for m in CLASSES {
+        for p in CLASSES {
             let kernels = cell(report, m, p);
-            if (m, p) == (Verdict::Pass, Verdict::Pass) || kernels.is_empty() {
+            if (m, p) == (Class::Pass, Class::Pass) || kernels.is_empty() {
                 continue;
             }
             out.push_str(&format!(
                 "\nmemory {} / participation {} ({}):\n",
-                name(m),
-                name(p),
+                m.name(),
+                p.name(),
                 kernels.len()
             ));
             for r in kernels {
@@ -85,22 +126,29 @@ pub fn table(db: &SourceDb, report: &Report) -> String {
     out
 }
 
-/// A header, then a row per kernel: where, which, both verdicts, and how
-/// many alarms and undecided obligations.
-pub fn csv(db: &SourceDb, report: &Report) -> String {
-    let mut out = String::from("file,line,kernel,memory,participation,alarms,unknowns,clock_limited\n");
+/// A header, then a row per kernel: where, which, both classes, and how
+/// many alarms and undecided obligations; with `timings`, each kernel's
+/// checking time in milliseconds (`time_ms`, the one column that varies
+/// between runs).
+pub fn csv(db: &SourceDb, report: &Report, timings: bool) -> String {
+    let mut out = String::from("file,line,kernel,memory,participation,alarms,unknowns,clock_limited");
+    out.push_str(if timings { ",time_ms\n" } else { "\n" });
     for r in &report.results {
         let (line, _) = db.line_col(r.span);
         out.push_str(&format!(
-            "{},{line},{},{},{},{},{},{}\n",
+            "{},{line},{},{},{},{},{},{}",
             field(db.name(r.span.file)),
             field(&r.kernel),
-            name(r.memory),
-            name(r.participation),
+            Class::of(r, Condition::Memory).name(),
+            Class::of(r, Condition::Participation).name(),
             r.alarms.len(),
             r.unknowns.len(),
             r.clock_limited
         ));
+        if timings {
+            out.push_str(&format!(",{}", r.time_ms));
+        }
+        out.push('\n');
     }
     out
 }

@@ -366,6 +366,21 @@ pub fn kernel(db: &SourceDb, report: &Report, index: usize, colour: bool) -> Str
         }
         out.push_str(&renderer.emit(db, &diagnostic(db, r, a, f)));
     }
+    for a in &r.discharged {
+        let shape = a
+            .witness
+            .as_ref()
+            .map(|w| format!(" (block {:?})", w.block_dim))
+            .unwrap_or_default();
+        let d = Diagnostic::note()
+            .with_code(a.kind.clone())
+            .with_message(format!(
+                "{}: {} passes only under the launch shapes its callers use; with another launch{shape}: {}",
+                r.kernel, a.condition, a.message
+            ))
+            .with_labels(vec![Label::primary(a.span.file, first_line(db, a.span))]);
+        out.push_str(&renderer.emit(db, &d));
+    }
     for (u, f) in r.unknowns.iter().zip(&report.unknowns[index]) {
         if f.disposition != Disposition::Open {
             continue;

@@ -112,6 +112,7 @@ pub fn check(db: &SourceDb, config: &str, warp_size: u32, report: &Report, timin
                 "assumptions": r.assumptions,
                 "unknowns": unknowns,
                 "clock_limited": r.clock_limited,
+                "discharged_by_callers": r.discharged.iter().map(|a| alarm_json(db, a)).collect::<Vec<_>>(),
             });
             if timings {
                 v["time_ms"] = json!(r.time_ms);

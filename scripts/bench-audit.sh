@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Audit benchmark: one `warpdrf audit` of a whole folder (front end, every
+# kernel, both conditions), as a user runs it. Prints the wall time of the
+# whole run, each kernel's checking time as median / 95th percentile /
+# maximum (over all kernels, then over those that use warp primitives), the
+# verdict table, how many kernels the clock's safety net stopped, and the
+# peak memory.
+#   scripts/bench-audit.sh [DIR] [-- AUDIT FLAGS…]   (DIR defaults to $WARPDRF_LLAMA_DIR)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${WARPDRF_LLAMA_DIR:-}"
+if [[ $# -gt 0 && "$1" != "--" ]]; then
+    dir="$1"
+    shift
+fi
+[[ "${1:-}" == "--" ]] && shift
+: "${dir:?set WARPDRF_LLAMA_DIR or pass a folder}"
+cargo build --release --quiet
+bin=target/release/warpdrf
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" kernels --format json "$dir" 2>/dev/null | python3 -c '
+import json, sys
+for k in json.load(sys.stdin)["kernels"]:
+    if k["uses_warp_primitives"]:
+        print(k["kernel"])' | sort -u > "$tmp/warp"
+/usr/bin/time -f "%e %M" -o "$tmp/time" "$bin" audit --timings --format csv "$@" "$dir" > "$tmp/audit.csv" 2> "$tmp/stderr" || true
+python3 - "$tmp/audit.csv" "$tmp/time" "$tmp/warp" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+wall, kb = open(sys.argv[2]).read().split()
+warp = set(open(sys.argv[3]).read().split())
+def spread(rs):
+    t = sorted(int(r["time_ms"]) / 1000 for r in rs)
+    if not t:
+        return "none"
+    pick = lambda q: t[min(len(t) - 1, int(q * len(t)))]
+    return f"median {pick(0.5):.2f}s, p95 {pick(0.95):.2f}s, max {t[-1]:.2f}s"
+print(f"kernels: {len(rows)} ({sum(r['kernel'] in warp for r in rows)} use warp primitives)")
+print(f"wall: {float(wall):.1f}s; peak RSS: {int(kb) // 1024} MiB")
+print(f"per kernel (all): {spread(rows)}")
+print(f"per kernel (warp): {spread([r for r in rows if r['kernel'] in warp])}")
+verdicts = ["pass", "alarm", "unknown"]
+label = "memory \\ participation"
+print(f"{label:<24}" + "".join(f"{v:>9}" for v in verdicts))
+for m in verdicts:
+    print(f"{m:<24}" + "".join(f"{sum(r['memory'] == m and r['participation'] == p for r in rows):>9}" for p in verdicts))
+for what in ["memory", "participation"]:
+    unknown = sorted(r["kernel"] for r in rows if r["kernel"] in warp and r[what] == "unknown")
+    print(f"warp kernels with {what} unknown: {len(unknown)} {' '.join(unknown)}")
+print(f"stopped by the clock's safety net: {sum(r['clock_limited'] == 'true' for r in rows)} kernels")
+PY
