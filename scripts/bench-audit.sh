@@ -28,7 +28,7 @@ for k in json.load(sys.stdin)["kernels"]:
 python3 - "$tmp/audit.csv" "$tmp/time" "$tmp/warp" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-wall, kb = open(sys.argv[2]).read().split()
+wall, kb = open(sys.argv[2]).read().split()[-2:]
 warp = set(open(sys.argv[3]).read().split())
 def spread(rs):
     t = sorted(int(r["time_ms"]) / 1000 for r in rs)
@@ -40,11 +40,11 @@ print(f"kernels: {len(rows)} ({sum(r['kernel'] in warp for r in rows)} use warp 
 print(f"wall: {float(wall):.1f}s; peak RSS: {int(kb) // 1024} MiB")
 print(f"per kernel (all): {spread(rows)}")
 print(f"per kernel (warp): {spread([r for r in rows if r['kernel'] in warp])}")
-verdicts = ["pass", "alarm", "unknown"]
+verdicts = ["pass", "discharged", "alarm", "unknown"]
 label = "memory \\ participation"
-print(f"{label:<24}" + "".join(f"{v:>9}" for v in verdicts))
+print(f"{label:<24}" + "".join(f"{v:>11}" for v in verdicts))
 for m in verdicts:
-    print(f"{m:<24}" + "".join(f"{sum(r['memory'] == m and r['participation'] == p for r in rows):>9}" for p in verdicts))
+    print(f"{m:<24}" + "".join(f"{sum(r['memory'] == m and r['participation'] == p for r in rows):>11}" for p in verdicts))
 for what in ["memory", "participation"]:
     unknown = sorted(r["kernel"] for r in rows if r["kernel"] in warp and r[what] == "unknown")
     print(f"warp kernels with {what} unknown: {len(unknown)} {' '.join(unknown)}")

@@ -104,3 +104,90 @@ fn ggml_kernels_are_all_found_and_warp_kernels_lower() {
     );
     assert!(sm120.partial_without_reason.is_empty());
 }
+
+/// A condition's class in `warpdrf audit` (`report::audit::Class`), from
+/// the JSON of one kernel.
+fn class(k: &serde_json::Value, condition: &str) -> String {
+    let verdict = k[condition].as_str().expect("a verdict").to_string();
+    let discharged = k["discharged_by_callers"]
+        .as_array()
+        .is_some_and(|list| list.iter().any(|a| a["condition"] == condition));
+    if verdict == "pass" && discharged {
+        "discharged".into()
+    } else {
+        verdict
+    }
+}
+
+/// The audit of the folder against `llama-corpus/manifest.toml`: every warp
+/// kernel gets the verdicts recorded there, none whose code races (by our
+/// reading, for inputs or launches the host produces) passes, and the warp
+/// kernels are exactly the manifest's.
+#[test]
+fn audit_matches_the_manifest() {
+    let Some(dir) = corpus_dir() else { return };
+    let text = std::fs::read_to_string("llama-corpus/manifest.toml").expect("the manifest");
+    let manifest: toml::Table = text.parse().expect("the manifest is TOML");
+    let audit = manifest["audit"].as_table().expect("an [audit] table");
+    let mut args: Vec<String> = vec!["audit".into(), "--format".into(), "json".into()];
+    for a in audit["args"].as_array().expect("audit.args") {
+        args.push(a.as_str().expect("a string").into());
+    }
+    args.push(dir.to_string_lossy().into_owned());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_warpdrf"))
+        .args(&args)
+        .output()
+        .expect("warpdrf runs");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the audit's JSON");
+    let kernels = report["kernels"].as_array().expect("kernels");
+    let listing = std::process::Command::new(env!("CARGO_BIN_EXE_warpdrf"))
+        .args(["kernels", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .expect("warpdrf runs");
+    let listing: serde_json::Value = serde_json::from_slice(&listing.stdout).expect("the listing's JSON");
+    let mut warp: Vec<String> = listing["kernels"]
+        .as_array()
+        .expect("kernels")
+        .iter()
+        .filter(|k| k["uses_warp_primitives"] == true)
+        .map(|k| k["kernel"].as_str().expect("a name").to_string())
+        .collect();
+    warp.sort();
+    warp.dedup();
+
+    let entries = manifest["kernel"].as_array().expect("[[kernel]] entries");
+    let mut expected_warp = Vec::new();
+    let mut problems = Vec::new();
+    for m in entries {
+        let name = m["name"].as_str().expect("name");
+        let file = m["file"].as_str().expect("file");
+        if m.get("sm_80").and_then(|v| v.as_bool()) != Some(false) {
+            expected_warp.push(name.to_string());
+        }
+        let Some(k) = kernels
+            .iter()
+            .find(|k| k["kernel"] == name && k["file"].as_str().is_some_and(|f| f.ends_with(&format!("/{file}"))))
+        else {
+            problems.push(format!("{name} ({file}): not in the audit"));
+            continue;
+        };
+        for condition in ["memory", "participation"] {
+            let got = class(k, condition);
+            let want = m[condition].as_str().expect("a class");
+            if got != want {
+                problems.push(format!("{name}: {condition} is {got}, the manifest says {want}"));
+            }
+            // Soundness: what races for real inputs or launches never passes.
+            let truth = m[&format!("{condition}_truth")].as_str().expect("a truth");
+            if matches!(truth, "real-defect" | "input-dependent") && matches!(got.as_str(), "pass" | "discharged") {
+                problems.push(format!("{name}: {condition} is {got}, but the code races ({truth})"));
+            }
+        }
+    }
+    expected_warp.sort();
+    if warp != expected_warp {
+        problems.push(format!("warp kernels: {warp:?}, the manifest: {expected_warp:?}"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

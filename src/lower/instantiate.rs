@@ -1144,7 +1144,7 @@ impl<'u> Lowerer<'u> {
             let side: Vec<String> = {
                 let own: Vec<String> = match &kind {
                     HostStmt::Declares(names) => names.clone(),
-                    HostStmt::Assigns(name, _) => vec![name.clone()],
+                    HostStmt::Assigns(name, _) | HostStmt::Scales(name, _) => vec![name.clone()],
                     _ => Vec::new(),
                 };
                 let mut all: Vec<String> = super::assigned_names(frag, stmt, true).into_iter().collect();
@@ -1157,7 +1157,7 @@ impl<'u> Lowerer<'u> {
             }
             let mut writes: Vec<String> = match &kind {
                 HostStmt::Declares(names) => names.clone(),
-                HostStmt::Assigns(name, _) => vec![name.clone()],
+                HostStmt::Assigns(name, _) | HostStmt::Scales(name, _) => vec![name.clone()],
                 HostStmt::Asserts(_) | HostStmt::Other => Vec::new(),
             };
             writes.extend(side.iter().cloned());
@@ -1166,7 +1166,7 @@ impl<'u> Lowerer<'u> {
                 HostStmt::Asserts(_) if !side.is_empty() => HostStmt::Other,
                 // Nothing earlier binds a variable written on the way.
                 HostStmt::Declares(names) if names.iter().any(|n| poisoned.contains(n)) => HostStmt::Other,
-                HostStmt::Assigns(name, _) if poisoned.contains(&name) => HostStmt::Other,
+                HostStmt::Assigns(name, _) | HostStmt::Scales(name, _) if poisoned.contains(&name) => HostStmt::Other,
                 k => k,
             };
             match kind {
@@ -1195,6 +1195,12 @@ impl<'u> Lowerer<'u> {
                         chosen.push(stmt);
                     }
                 }
+                HostStmt::Scales(name, _) => {
+                    // Its value before the loop stays needed.
+                    if needed.contains(&name) {
+                        chosen.push(stmt);
+                    }
+                }
                 HostStmt::Other => {}
             }
             write_log.push((stmt.start_byte(), writes.clone()));
@@ -1216,6 +1222,20 @@ impl<'u> Lowerer<'u> {
         for stmt in chosen.into_iter().rev() {
             if stmt.kind() == "declaration" {
                 self.local_declaration(stmt);
+            } else if let HostStmt::Scales(_, at) = host_statement(frag, stmt) {
+                // Some number of multiplications: an unknown positive factor.
+                if let Some(l) = at.field("left") {
+                    let place = self.place(l);
+                    let old = self.read(&place, at);
+                    let ty = place.ty();
+                    let factor = super::Value::Scalar(
+                        super::Expr::Opaque(crate::ir::OpId(u32::MAX), ty.scalar(), Vec::new()),
+                        ty.clone(),
+                    );
+                    let new = self.binop("*", old, factor, at);
+                    let new = self.convert(new, &ty, at);
+                    self.write(&place, new, at);
+                }
             } else if let Some(e) = named_children(stmt).into_iter().next() {
                 self.expr(e);
             }
@@ -1309,6 +1329,10 @@ enum HostStmt<'t> {
     Assigns(String, Node<'t>),
     /// `if (!(c)) abort(…);` (`GGML_ASSERT(c)`): `c` holds after it.
     Asserts(Node<'t>),
+    /// A loop whose only write multiplies one variable by constants
+    /// (`while (n < m) n *= 2;`): the variable ends a multiple of its value
+    /// before the loop. The node is the first such assignment.
+    Scales(String, Node<'t>),
     Other,
 }
 
@@ -1362,8 +1386,61 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
                 _ => HostStmt::Other,
             }
         }
+        "while_statement" | "do_statement" | "for_statement" => match scaling(frag, stmt) {
+            Some((name, at)) => HostStmt::Scales(name, at),
+            None => HostStmt::Other,
+        },
         _ => HostStmt::Other,
     }
+}
+
+/// The variable a loop only multiplies by positive constants (`n *= 2`,
+/// `n <<= 1`, `n = n * 4`), and the first such assignment; `None` if the
+/// loop writes anything else or in another way.
+fn scaling<'t>(frag: &Fragment, stmt: Node<'t>) -> Option<(String, Node<'t>)> {
+    let written = super::assigned_names(frag, stmt, true);
+    let [name] = written.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let literal = |n: Node| syntax::text(frag, n).trim().parse::<i64>().ok();
+    let is_name = |n: Node| n.kind() == "identifier" && syntax::text(frag, n) == name.as_str();
+    let mut first = None;
+    let mut stack = vec![stmt];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "update_expression" => return None,
+            "assignment_expression" => {
+                let (l, r) = (n.field("left")?, n.field("right")?);
+                let op = n.field("operator").map(|o| syntax::text(frag, o))?;
+                let scales = is_name(l)
+                    && match op {
+                        "*=" => literal(r).is_some_and(|c| c >= 1),
+                        "<<=" => literal(r).is_some_and(|c| (0..31).contains(&c)),
+                        "=" => {
+                            r.kind() == "binary_expression"
+                                && r.field("operator").is_some_and(|o| syntax::text(frag, o) == "*")
+                                && match (r.field("left"), r.field("right")) {
+                                    (Some(a), Some(b)) => {
+                                        is_name(a) && literal(b).is_some_and(|c| c >= 1)
+                                            || is_name(b) && literal(a).is_some_and(|c| c >= 1)
+                                    }
+                                    _ => false,
+                                }
+                        }
+                        _ => false,
+                    };
+                if !scales {
+                    return None;
+                }
+                if first.is_none_or(|f: Node| n.start_byte() < f.start_byte()) {
+                    first = Some(n);
+                }
+            }
+            _ => {}
+        }
+        stack.extend(named_children(n));
+    }
+    Some((name.clone(), first?))
 }
 
 fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
