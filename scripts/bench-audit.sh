@@ -5,7 +5,8 @@
 # maximum (over all kernels, then over those that use warp primitives), the
 # verdict table, how many kernels the clock's safety net stopped, and the
 # peak memory.
-#   scripts/bench-audit.sh [DIR] [-- AUDIT FLAGS…]   (DIR defaults to $WARPDRF_LLAMA_DIR)
+#   scripts/bench-audit.sh [DIR] [-- AUDIT FLAGS…]   (DIR defaults to $WARPDRF_LLAMA_DIR;
+#   AUDIT_CSV=FILE keeps the audit's CSV, with each kernel's time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${WARPDRF_LLAMA_DIR:-}"
@@ -25,6 +26,7 @@ for k in json.load(sys.stdin)["kernels"]:
     if k["uses_warp_primitives"]:
         print(k["kernel"])' | sort -u > "$tmp/warp"
 /usr/bin/time -f "%e %M" -o "$tmp/time" "$bin" audit --timings --format csv "$@" "$dir" > "$tmp/audit.csv" 2> "$tmp/stderr" || true
+[[ -n "${AUDIT_CSV:-}" ]] && cp "$tmp/audit.csv" "$AUDIT_CSV"
 python3 - "$tmp/audit.csv" "$tmp/time" "$tmp/warp" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -286,22 +286,22 @@ pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOption
     // Two rounds: every obligation first with a slice of its work (most are
     // decided in far less than their limit), then the undecided ones with
     // all of it. A hard obligation met early thus cannot spend the budget
-    // that would have decided the easy ones after it. With `settle`, an
-    // alarm (the verdict) skips the second round.
+    // that would have decided the easy ones after it. With `settle`, the
+    // first alarm (the verdict) ends the check.
     let mut undecided: Vec<(usize, usize, bool)> = Vec::new();
     let mut skipped = 0;
     'rounds: for round in [1, 2] {
         let todo = std::mem::take(if round == 1 { &mut pairs } else { &mut undecided });
-        if round == 2 && options.settle && !run.alarms.is_empty() {
-            skipped = todo.len();
-            break;
-        }
         let cap = if round == 1 {
             options.work / FIRST_ROUND_SHARE
         } else {
             options.work
         };
-        for &(i, j, shared) in &todo {
+        for (at, &(i, j, shared)) in todo.iter().enumerate() {
+            if options.settle && !run.alarms.is_empty() {
+                skipped = todo.len() - at + if round == 1 { undecided.len() } else { 0 };
+                break 'rounds;
+            }
             if run.alarms.len() >= options.max_alarms {
                 break 'rounds;
             }
