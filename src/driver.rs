@@ -298,6 +298,32 @@ pub fn lower_files(
                 }
                 covered += 1;
             }
+            // Instantiations past the cap: one lowering with every template
+            // argument symbolic covers them all (both arms of an `if
+            // constexpr` on them, sizes of unknown types as symbols), under
+            // any of the launch sites' shapes (their facts hold for their
+            // own arguments only, so they are dropped).
+            if covered < tuples.len() && !def.template_params.is_empty() {
+                let args = vec![None; def.template_params.len()];
+                let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
+                let shapes: Option<Vec<LaunchShape>> = launches.iter().try_fold(Vec::new(), |mut all, site| {
+                    for b in &site.blocks {
+                        let b = LaunchShape {
+                            facts: Vec::new(),
+                            ..b.clone()
+                        };
+                        if !all.contains(&b) {
+                            all.push(b);
+                        }
+                    }
+                    (!site.blocks.is_empty()).then_some(all)
+                });
+                if !k.always_traps() {
+                    kernels.push(k);
+                    blocks.push(shapes.filter(|s| !s.is_empty()));
+                }
+                covered = tuples.len();
+            }
             if kernels.is_empty() {
                 for (k, b) in trapping.into_iter().take(1) {
                     kernels.push(k);
