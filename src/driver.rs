@@ -298,8 +298,8 @@ pub fn lower_files(
                 }
                 covered += 1;
             }
-            // Instantiations past the cap: one lowering with every template
-            // argument symbolic covers them all (both arms of an `if
+            // Instantiations past the cap: one complete lowering with every
+            // template argument symbolic covers them all (both arms of an `if
             // constexpr` on them, sizes of unknown types as symbols), under
             // any of the launch sites' shapes (their facts hold for their
             // own arguments only, so they are dropped).
@@ -318,11 +318,15 @@ pub fn lower_files(
                     }
                     (!site.blocks.is_empty()).then_some(all)
                 });
-                if !k.always_traps() {
-                    kernels.push(k);
-                    blocks.push(shapes.filter(|s| !s.is_empty()));
+                // Only a complete lowering covers them (one that is not
+                // says less than the cap's unknown).
+                if k.unknowns.is_empty() {
+                    if !k.always_traps() {
+                        kernels.push(k);
+                        blocks.push(shapes.filter(|s| !s.is_empty()));
+                    }
+                    covered = tuples.len();
                 }
-                covered = tuples.len();
             }
             if kernels.is_empty() {
                 for (k, b) in trapping.into_iter().take(1) {
