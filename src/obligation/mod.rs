@@ -460,7 +460,9 @@ impl Run<'_> {
                 }
                 let block_differ = phases_differ(&a.phase.block, &b.phase.block, model, &self.leaves);
                 let grid_differ = phases_differ(&a.phase.grid, &b.phase.grid, model, &self.leaves);
-                if block_differ && (shared || grid_differ) {
+                // Different grid phases: a grid barrier orders any two
+                // threads; different block phases, two of one block.
+                if grid_differ || block_differ && shared {
                     stats.pruned += 1;
                     continue;
                 }

@@ -1870,7 +1870,14 @@ impl<'a> Encoder<'a> {
         let same_thread = Bool::and(&same);
         let same_warp = self.same_warp();
         let [p0, p1] = phases;
-        let in_block = Bool::and(&[same_block.clone(), p0[0].eq(p1[0]), same_warp.implies(p0[1].eq(p1[1]))]);
+        // A grid barrier orders the threads of one block too: same-block
+        // pairs need equal grid phases as well.
+        let in_block = Bool::and(&[
+            same_block.clone(),
+            p0[0].eq(p1[0]),
+            p0[2].eq(p1[2]),
+            same_warp.implies(p0[1].eq(p1[1])),
+        ]);
         let unordered = if shared {
             in_block
         } else {
