@@ -301,8 +301,9 @@ pub fn lower_files(
             // Instantiations past the cap: one complete lowering with every
             // template argument symbolic covers them all (both arms of an `if
             // constexpr` on them, sizes of unknown types as symbols), under
-            // any of the launch sites' shapes (their facts hold for their
-            // own arguments only, so they are dropped).
+            // any of the launch sites' shapes when every instantiation has
+            // a site (their facts hold for their own arguments only, so they
+            // are dropped).
             if covered < tuples.len() && !def.template_params.is_empty() {
                 let args = vec![None; def.template_params.len()];
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
@@ -318,6 +319,8 @@ pub fn lower_files(
                     }
                     (!site.blocks.is_empty()).then_some(all)
                 });
+                // An instantiation no site launches may run with any shape.
+                let shapes = shapes.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)));
                 // Only a complete lowering covers them (one that is not
                 // says less than the cap's unknown).
                 if k.unknowns.is_empty() {
