@@ -623,6 +623,23 @@ impl<'u> Lowerer<'u> {
         let mut cursor = node.walk();
         let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
         for d in declarators {
+            // `dim3 grid(n, m);` with `n`, `m` variables: C++ reads a
+            // variable constructed from them, the grammar a function
+            // declaration (the "most vexing parse").
+            let constructed = matches!(base, Type::Class(_) | Type::Vector(_));
+            if let Some((name, args)) = self.constructed_not_declared(d).filter(|_| constructed) {
+                let items: Vec<Operand> = args.into_iter().map(|a| Operand::Place(self.place(a))).collect();
+                let place = self.local_place(&name, &base, d);
+                if let Type::Class(inst) = &base {
+                    let inst = inst.clone();
+                    self.construct_into(&place, &inst, items, d);
+                } else {
+                    let value = self.construct(&base, items, d);
+                    self.write(&place, value, d);
+                }
+                self.bind(&name, Binding::Place(place));
+                continue;
+            }
             let (ty, name) = self.apply_declarator(base.clone(), d);
             let Some(name) = name else { continue };
             let init = init_of(d);
@@ -661,6 +678,35 @@ impl<'u> Lowerer<'u> {
             self.declare(&name, ty, init, is_const, d);
             self.constant_context -= constexpr as u32;
         }
+    }
+
+    /// The name and arguments of a local "function declaration" whose
+    /// parameters are all bare names of variables in scope: a variable
+    /// constructed from them (a function declared inside a body with
+    /// parameters named like local variables does not occur in kernels'
+    /// host code).
+    fn constructed_not_declared(&self, d: Node<'u>) -> Option<(String, Vec<Node<'u>>)> {
+        if d.kind() != "function_declarator" {
+            return None;
+        }
+        let name = d.field("declarator").filter(|n| n.kind() == "identifier")?;
+        let mut args = Vec::new();
+        for p in named_children(d.field("parameters")?) {
+            if p.kind() == "comment" {
+                continue;
+            }
+            let ty = p.field("type").filter(|t| t.kind() == "type_identifier")?;
+            let bare = p.kind() == "parameter_declaration" && p.field("declarator").is_none();
+            let variable = matches!(
+                self.lookup_local(self.text(ty)),
+                Some(Binding::Place(_) | Binding::Value(_))
+            );
+            if !bare || !variable {
+                return None;
+            }
+            args.push(ty);
+        }
+        (!args.is_empty()).then(|| (self.text(name).to_string(), args))
     }
 
     /// Declares a local variable with an optional initializer.
