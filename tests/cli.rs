@@ -371,3 +371,11 @@ fn audit_shows_passes_that_rely_on_the_callers_shapes_apart() {
     let block = &discharged[0]["witness"]["block_dim"];
     assert_ne!(block[0], 32, "the witness's launch is not the callers': {json}");
 }
+
+#[test]
+fn the_readme_example_passes() {
+    // README, "Set up and run": the first command checks this file.
+    let (code, stdout, stderr) = warpdrf(&["check", "--block-dim", "256", "examples/reduce.cu"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("block_sum: memory=pass participation=pass"), "{stdout}");
+}
