@@ -763,13 +763,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             }
         }
     }
-    // Conditions proved under the callers' shapes: would any launch do?
-    let discharged = if from_sites && options.block_dim.is_none() {
-        let proved = [memory == Verdict::Pass, participation == Verdict::Pass];
-        for_any_launch(e, options, proved, budget / 4, deadline)
-    } else {
-        Vec::new()
-    };
     // A pass covers only the instantiations checked.
     if (memory == Verdict::Pass || participation == Verdict::Pass) && e.instantiations > e.covered {
         memory = join(memory, Verdict::Unknown);
@@ -782,11 +775,13 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             span: e.span,
         });
     }
-    let mut discharged = discharged;
-    discharged.retain(|a| match a.condition {
-        Condition::Memory => memory == Verdict::Pass,
-        Condition::Participation => participation == Verdict::Pass,
-    });
+    // Conditions proved under the callers' shapes: would any launch do?
+    let discharged = if from_sites && options.block_dim.is_none() {
+        let proved = [memory == Verdict::Pass, participation == Verdict::Pass];
+        for_any_launch(e, options, proved, budget / 4, deadline)
+    } else {
+        Vec::new()
+    };
     let launch = match options.block_dim {
         Some(b) => Launch {
             block_dim: Some(b),

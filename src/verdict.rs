@@ -85,6 +85,14 @@ pub struct KernelResult {
 }
 
 impl KernelResult {
+    /// The verdict of `condition`.
+    pub fn verdict(&self, condition: Condition) -> Verdict {
+        match condition {
+            Condition::Memory => self.memory,
+            Condition::Participation => self.participation,
+        }
+    }
+
     /// Whether `condition` passes only under its callers' launch shapes.
     pub fn discharged_by_callers(&self, condition: Condition) -> bool {
         self.discharged.iter().any(|a| a.condition == condition)

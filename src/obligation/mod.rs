@@ -36,7 +36,8 @@ pub struct MemoryOptions {
     /// it, what is left is `unknown`.
     pub deadline: Option<Duration>,
     /// Stop deciding obligations once an alarm has settled the verdict
-    /// (after the first round; see [`check_memory`]): `audit`'s mode.
+    /// (the first alarm ends the check; see [`check_memory`]): `audit`'s
+    /// mode.
     pub settle: bool,
 }
 

@@ -1899,8 +1899,6 @@ impl<'a> Encoder<'a> {
         let pc1 = self.enc_bool(&b.pc, 1);
         let o0 = self.enc_int(&a.offset, 0);
         let o1 = self.enc_int(&b.offset, 1);
-        let w0 = self.enc_int(&a.width, 0);
-        let w1 = self.enc_int(&b.width, 1);
         let overlap = match self.element_indices(a, b) {
             // Whole elements of one size `f ≥ 1` at `x*f` and `y*f` (no
             // overflow, a side condition below): the ranges meet exactly
@@ -1911,10 +1909,11 @@ impl<'a> Encoder<'a> {
                 let y = self.enc_int(&y, 1);
                 x.eq(&y)
             }
-            None => Bool::and(&[
-                o0.lt(Int::add(&[o1.clone(), w1.clone()])),
-                o1.lt(Int::add(&[o0.clone(), w0.clone()])),
-            ]),
+            None => {
+                let w0 = self.enc_int(&a.width, 0);
+                let w1 = self.enc_int(&b.width, 1);
+                Bool::and(&[o0.lt(Int::add(&[o1.clone(), w1])), o1.lt(Int::add(&[o0.clone(), w0]))])
+            }
         };
         let ph0 = [
             self.enc_int(&a.phase.block, 0),
@@ -1944,10 +1943,10 @@ impl<'a> Encoder<'a> {
     /// `y*f` (signed products, either order) of width `f`, for one
     /// non-constant `f ≥ 1` (up to conversions that keep its value).
     fn element_indices(&mut self, a: &AccessRecord, b: &AccessRecord) -> Option<(Term, Term)> {
-        if a.width.as_int().is_some() || self.unconverted(&a.width)?.id != self.unconverted(&b.width)?.id {
+        let factor = self.unconverted(&a.width)?.id;
+        if a.width.as_int().is_some() || self.unconverted(&b.width)?.id != factor {
             return None;
         }
-        let factor = self.unconverted(&a.width)?.id;
         let x = self.index_scaled_by(&a.offset, factor)?;
         let y = self.index_scaled_by(&b.offset, factor)?;
         Some((x, y))

@@ -22,11 +22,7 @@ const CLASSES: [Class; 4] = [Class::Pass, Class::Discharged, Class::Alarm, Class
 
 impl Class {
     pub fn of(r: &KernelResult, condition: Condition) -> Class {
-        let verdict = match condition {
-            Condition::Memory => r.memory,
-            Condition::Participation => r.participation,
-        };
-        match verdict {
+        match r.verdict(condition) {
             Verdict::Pass if r.discharged_by_callers(condition) => Class::Discharged,
             Verdict::Pass => Class::Pass,
             Verdict::Alarm => Class::Alarm,
@@ -50,27 +46,23 @@ fn place(db: &SourceDb, r: &KernelResult) -> String {
     format!("{}:{line}", db.name(r.span.file))
 }
 
-/// The kernels of one cell of the table, in report order.
-fn cell(report: &Report, memory: Class, participation: Class) -> Vec<&KernelResult> {
-    report
-        .results
-        .iter()
-        .filter(|r| {
-            Class::of(r, Condition::Memory) == memory && Class::of(r, Condition::Participation) == participation
-        })
-        .collect()
-}
-
 /// A line per kernel, the table, then the kernels of each non-pass cell.
 pub fn table(db: &SourceDb, report: &Report) -> String {
+    // Each kernel's (memory, participation) classes, in report order.
+    let classes: Vec<(Class, Class)> = report
+        .results
+        .iter()
+        .map(|r| (Class::of(r, Condition::Memory), Class::of(r, Condition::Participation)))
+        .collect();
+    let count = |keep: &dyn Fn(Class, Class) -> bool| classes.iter().filter(|&&(m, p)| keep(m, p)).count();
     let mut out = String::new();
-    for r in &report.results {
+    for (r, (m, p)) in report.results.iter().zip(&classes) {
         out.push_str(&format!(
             "{}: {}  memory={} participation={}{}\n",
             place(db, r),
             r.kernel,
-            Class::of(r, Condition::Memory).name(),
-            Class::of(r, Condition::Participation).name(),
+            m.name(),
+            p.name(),
             if r.clock_limited { " (clock-limited)" } else { "" }
         ));
     }
@@ -83,23 +75,13 @@ pub fn table(db: &SourceDb, report: &Report) -> String {
     for m in CLASSES {
         out.push_str(&format!("{:<16}", m.name()));
         for p in CLASSES {
-            out.push_str(&format!("{:>12}", cell(report, m, p).len()));
+            out.push_str(&format!("{:>12}", count(&|a, b| (a, b) == (m, p))));
         }
-        let row = report
-            .results
-            .iter()
-            .filter(|r| Class::of(r, Condition::Memory) == m)
-            .count();
-        out.push_str(&format!("{row:>12}\n"));
+        out.push_str(&format!("{:>12}\n", count(&|a, _| a == m)));
     }
     out.push_str(&format!("{:<16}", "total"));
     for p in CLASSES {
-        let column = report
-            .results
-            .iter()
-            .filter(|r| Class::of(r, Condition::Participation) == p)
-            .count();
-        out.push_str(&format!("{column:>12}"));
+        out.push_str(&format!("{:>12}", count(&|_, b| b == p)));
     }
     out.push_str(&format!("{:>12}\n", report.results.len()));
     out.push_str(
@@ -108,17 +90,12 @@ pub fn table(db: &SourceDb, report: &Report) -> String {
     );
     for m in CLASSES {
         for p in CLASSES {
-            let kernels = cell(report, m, p);
-            if (m, p) == (Class::Pass, Class::Pass) || kernels.is_empty() {
+            let n = count(&|a, b| (a, b) == (m, p));
+            if (m, p) == (Class::Pass, Class::Pass) || n == 0 {
                 continue;
             }
-            out.push_str(&format!(
-                "\nmemory {} / participation {} ({}):\n",
-                m.name(),
-                p.name(),
-                kernels.len()
-            ));
-            for r in kernels {
+            out.push_str(&format!("\nmemory {} / participation {} ({n}):\n", m.name(), p.name()));
+            for (r, _) in report.results.iter().zip(&classes).filter(|(_, c)| **c == (m, p)) {
                 out.push_str(&format!("  {} ({})\n", r.kernel, place(db, r)));
             }
         }
