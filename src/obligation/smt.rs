@@ -38,6 +38,7 @@ use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, SymKind, UnOp};
 use crate::verdict::{ThreadWitness, Witness};
 
 mod participation;
+mod watchdog;
 pub use participation::Goal;
 
 /// The passes over one obligation (see `Encoder::in_passes`).
@@ -95,9 +96,9 @@ const ARITH_SOLVER: u32 = 2;
 pub const WALL_SAFETY: u64 = 4;
 
 /// The same for one obligation, within the kernel's net: wide enough that
-/// work, not the clock, ends the slow-per-unit checks of small kernels even
-/// on a loaded machine (`--jobs` above the core count).
-const CHECK_WALL_SAFETY: u64 = 16;
+/// work, not the clock, ends the slow-per-unit checks of small kernels.
+/// Both nets count the thread's CPU time, so the load does not move them.
+const CHECK_CPU_SAFETY: u64 = 16;
 
 thread_local! {
     /// Whether the clock's safety net stopped a check on this thread (one
@@ -132,18 +133,27 @@ pub fn thread_cpu() -> Duration {
     START.get_or_init(Instant::now).elapsed()
 }
 
-/// The clock's limits of a check: Z3's own timeout (wall time, the last
-/// resort for one query) and the kernel's net (this thread's CPU time).
+/// The clock's limit of a check, in this thread's CPU time: the nearer of
+/// the obligation's net and the kernel's.
 #[derive(Clone, Copy, Debug)]
 struct Clock {
-    wall: Instant,
-    cpu: Option<Duration>,
+    until: Duration,
 }
 
 impl Clock {
-    /// Whether either limit has passed.
+    /// Whether the limit has passed.
     fn passed(&self) -> bool {
-        Instant::now() >= self.wall || self.cpu.is_some_and(|d| thread_cpu() >= d)
+        thread_cpu() >= self.until
+    }
+
+    /// Runs `check` (a Z3 call), interrupted at the limit; notes when the
+    /// clock, not the work, ended it undecided.
+    fn watch(&self, check: impl FnOnce() -> SatResult) -> SatResult {
+        let (r, fired) = watchdog::within_cpu(self.until, check);
+        if r == SatResult::Unknown && fired {
+            note_clock_stopped();
+        }
+        r
     }
 }
 
@@ -173,24 +183,21 @@ pub fn work_done() -> Work {
     })
 }
 
-/// The clock's limit for `work`: [`CHECK_WALL_SAFETY`] times its nominal duration.
-fn wall_for(work: Work) -> Duration {
+/// The clock's limit for `work`: [`CHECK_CPU_SAFETY`] times its nominal duration.
+fn cpu_for(work: Work) -> Duration {
     Duration::from_millis(
         (work / WORK_PER_MS)
-            .saturating_mul(CHECK_WALL_SAFETY)
+            .saturating_mul(CHECK_CPU_SAFETY)
             .saturating_add(500),
     )
 }
 
-/// Limits `solver`'s next checks to `work`, and by the clock to `wall`.
-fn limit(solver: &Solver, work: Work, wall: Instant) {
+/// Limits `solver`'s next checks to `work` (the clock's net is
+/// [`Clock::watch`]).
+fn limit(solver: &Solver, work: Work) {
     let mut params = Params::new();
     params.set_u32("rlimit", work.clamp(1, u32::MAX as Work) as u32);
     params.set_u32("arith.solver", ARITH_SOLVER);
-    // Rounded up, so that Z3 stops no earlier than `wall` and `check_until`
-    // sees that the clock stopped it.
-    let ms = wall.saturating_duration_since(Instant::now()).as_millis() + 1;
-    params.set_u32("timeout", ms.min(u32::MAX as u128) as u32);
     solver.set_params(&params);
 }
 
@@ -403,10 +410,7 @@ impl<'a> Encoder<'a> {
             shape,
             allowance,
             deadline: None,
-            clock: Clock {
-                wall: Instant::now(),
-                cpu: None,
-            },
+            clock: Clock { until: Duration::ZERO },
             cache: BTreeMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
@@ -441,9 +445,9 @@ impl<'a> Encoder<'a> {
 
     /// The clock's limits for an obligation of `work` starting now.
     fn clock_for(&self, work: Work) -> Clock {
+        let own = thread_cpu() + cpu_for(work);
         Clock {
-            wall: Instant::now() + wall_for(work),
-            cpu: self.deadline,
+            until: self.deadline.map_or(own, |d| d.min(own)),
         }
     }
 
@@ -465,7 +469,7 @@ impl<'a> Encoder<'a> {
 
     fn new_solver(&self) -> Solver {
         let solver = Solver::new();
-        limit(&solver, self.allowance, self.clock_for(self.allowance).wall);
+        limit(&solver, self.allowance);
         solver
     }
 
@@ -1999,7 +2003,7 @@ impl<'a> Encoder<'a> {
             solver.assert(f);
         }
         // Products stay abstract here (an over-approximation): unsat is sure.
-        solver.check() != SatResult::Unsat
+        self.clock_for(self.allowance).watch(|| solver.check()) != SatResult::Unsat
     }
 
     /// Decides whether records `i` and `j` conflict, in the passes of
@@ -2309,7 +2313,7 @@ impl<'a> Encoder<'a> {
         for d in &self.defs {
             solver.assert(d);
         }
-        !matches!(solver.check(), SatResult::Unsat)
+        !matches!(self.clock.watch(|| solver.check()), SatResult::Unsat)
     }
 }
 
@@ -2354,12 +2358,9 @@ fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
         note_clock_stopped();
         return SatResult::Unknown;
     }
-    limit(solver, left, clock.wall);
+    limit(solver, left);
     let t0 = Instant::now();
-    let r = solver.check();
-    if r == SatResult::Unknown && work_done() - w0 < left && Instant::now() >= clock.wall {
-        note_clock_stopped();
-    }
+    let r = clock.watch(|| solver.check());
     if std::env::var("WARPDRF_DEBUG_WORK").is_ok() {
         eprintln!(
             "    check: {r:?}, {} units in {} ms",
