@@ -662,57 +662,21 @@ impl Finder {
                         }
                         None => explicit,
                     };
-                    if let (Some(b), Some(call)) = (block_operand, site.call) {
-                        let cfg = named_children(call)
-                            .into_iter()
-                            .find(|n| n.kind() == "kernel_call_syntax")
-                            .and_then(|c| named_children(c).first().copied());
-                        let grid = cfg.map(|g| l2.scratch_expr(g));
-                        let v = l2.scratch_expr(b);
-                        let args: Vec<super::Value> = call
-                            .field("arguments")
-                            .map(named_children)
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|a| l2.scratch_expr(a))
-                            .collect();
-                        let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                        block = launch_shapes(grid.as_ref(), &v, &args, &asserted, stmts);
-                    }
-                    if let Some((call, at)) = wrapper {
-                        let operands: Vec<Node> = call
-                            .field("arguments")
-                            .map(named_children)
-                            .unwrap_or_default()
-                            .into_iter()
-                            .skip(at + 1)
-                            .collect();
-                        let args: Vec<Node> = operands.iter().take(2).copied().collect();
-                        let mut values: Vec<super::Value> = args.iter().map(|a| l2.scratch_expr(*a)).collect();
-                        // A configuration object built in memory (a class
-                        // with a constructor): its initializer's operands.
-                        block_node = args.get(1).copied();
-                        if let Some(parts) = args.first().and_then(|a| initializer_operands(frag, *a)) {
-                            block_node = parts.get(1).copied();
-                            let parts: Vec<super::Value> = parts.iter().map(|p| l2.scratch_expr(*p)).collect();
-                            values = vec![super::Value::Agg(super::Type::Void, parts)];
+                    if block_operand.is_some() || wrapper.is_some() {
+                        let (shapes, node) = l2.launch_at(site.call, block_operand, wrapper, &asserted);
+                        block = shapes;
+                        block_node = node;
+                        if let Some((call, _)) = wrapper {
+                            launched = block.is_some() || is_launcher(frag, call);
                         }
-                        block = wrapper_config(&values).and_then(|(grid, b, used)| {
-                            // The kernel's arguments follow a configuration
-                            // aggregate; after `(grid, block)` they come
-                            // packed (`void **args`), so none are related.
-                            let rest: Vec<super::Value> = if used == 1 {
-                                operands[used.min(operands.len())..]
-                                    .iter()
-                                    .map(|a| l2.scratch_expr(*a))
-                                    .collect()
-                            } else {
-                                Vec::new()
-                            };
-                            let stmts = l2.blocks.last().map_or(&[][..], |b| &b[..]);
-                            launch_shapes(grid, b, &rest, &asserted, stmts)
-                        });
-                        launched = block.is_some() || is_launcher(frag, call);
+                    }
+                    // Not launched here: through a function pointer, by a
+                    // host function that launches its parameter.
+                    if block.is_none() && block_operand.is_none() && target == self.kernel {
+                        if let Some(shapes) = l2.pointer_launches(site.node, site.wrapper) {
+                            launched = true;
+                            block = shapes;
+                        }
                     }
                     l2.blocks.pop();
                     tuple
@@ -932,6 +896,56 @@ fn operand_of<'t>(n: Node<'t>) -> Option<(Node<'t>, usize)> {
     Some((call, at))
 }
 
+/// The variable a kernel's template-id is stored in: `T v = k<…>;` or
+/// `v = k<…>;` (through casts and parentheses).
+fn stored_in(frag: &Fragment, kernel: Node) -> Option<String> {
+    let mut n = kernel;
+    while let Some(p) = n
+        .parent()
+        .filter(|p| matches!(p.kind(), "cast_expression" | "parenthesized_expression"))
+    {
+        n = p;
+    }
+    let p = n.parent()?;
+    match p.kind() {
+        "init_declarator" if p.field("value") == Some(n) => declarator_name(frag, p).map(|(name, _)| name),
+        "assignment_expression" if p.field("right") == Some(n) => p
+            .field("left")
+            .filter(|l| l.kind() == "identifier")
+            .map(|l| syntax::text(frag, l).to_string()),
+        _ => None,
+    }
+}
+
+/// The function definition around a node.
+fn enclosing_function(node: Node) -> Option<Node> {
+    let mut n = node.parent();
+    while let Some(p) = n {
+        if p.kind() == "function_definition" {
+            return Some(p);
+        }
+        n = p.parent();
+    }
+    None
+}
+
+/// The identifiers spelled `name` under `root`.
+fn identifiers_named<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if !frag.text.get(n.byte_range()).is_some_and(|t| t.contains(name)) {
+            continue;
+        }
+        if n.kind() == "identifier" && syntax::text(frag, n) == name {
+            out.push(n);
+        }
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
+}
+
 /// The uses of `name` in every fragment of the unit, with their fragment.
 fn unit_uses<'u>(l: &Lowerer<'u>, name: &str) -> Vec<(&'u Fragment, Use<'u>)> {
     let mut out = Vec::new();
@@ -1031,6 +1045,228 @@ impl<'u> Lowerer<'u> {
                 };
                 self.bind(&name, super::Binding::Place(super::Place::Temp(value)));
             }
+        }
+    }
+
+    /// The block shapes of a launch in the current context: `k<<<grid,
+    /// block, …>>>(…)` (`call` and its `block` operand) or a wrapper
+    /// `launch(k, config, …)` (the call and the kernel's position), and the
+    /// node that gives the block (for the callers' shapes when it is a
+    /// parameter).
+    fn launch_at(
+        &mut self,
+        call: Option<Node<'u>>,
+        block: Option<Node<'u>>,
+        wrapper: Option<(Node<'u>, usize)>,
+        asserted: &[super::Value],
+    ) -> (Option<Vec<LaunchShape>>, Option<Node<'u>>) {
+        let frag = self.frag();
+        if let (Some(b), Some(call)) = (block, call) {
+            let cfg = named_children(call)
+                .into_iter()
+                .find(|n| n.kind() == "kernel_call_syntax")
+                .and_then(|c| named_children(c).first().copied());
+            let grid = cfg.map(|g| self.scratch_expr(g));
+            let v = self.scratch_expr(b);
+            let args: Vec<super::Value> = call
+                .field("arguments")
+                .map(named_children)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| self.scratch_expr(a))
+                .collect();
+            let stmts = self.blocks.last().map_or(&[][..], |b| &b[..]);
+            return (launch_shapes(grid.as_ref(), &v, &args, asserted, stmts), Some(b));
+        }
+        let Some((call, at)) = wrapper else {
+            return (None, None);
+        };
+        let operands: Vec<Node> = call
+            .field("arguments")
+            .map(named_children)
+            .unwrap_or_default()
+            .into_iter()
+            .skip(at + 1)
+            .collect();
+        let args: Vec<Node> = operands.iter().take(2).copied().collect();
+        let mut values: Vec<super::Value> = args.iter().map(|a| self.scratch_expr(*a)).collect();
+        // A configuration object built in memory (a class
+        // with a constructor): its initializer's operands.
+        let mut block_node = args.get(1).copied();
+        if let Some(parts) = args.first().and_then(|a| initializer_operands(frag, *a)) {
+            block_node = parts.get(1).copied();
+            let parts: Vec<super::Value> = parts.iter().map(|p| self.scratch_expr(*p)).collect();
+            values = vec![super::Value::Agg(super::Type::Void, parts)];
+        }
+        let shapes = wrapper_config(&values).and_then(|(grid, b, used)| {
+            // The kernel's arguments follow a configuration
+            // aggregate; after `(grid, block)` they come
+            // packed (`void **args`), so none are related.
+            let rest: Vec<super::Value> = if used == 1 {
+                operands[used.min(operands.len())..]
+                    .iter()
+                    .map(|a| self.scratch_expr(*a))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let stmts = self.blocks.last().map_or(&[][..], |b| &b[..]);
+            launch_shapes(grid, b, &rest, asserted, stmts)
+        });
+        (shapes, block_node)
+    }
+
+    /// Launches through a function pointer. The kernel's template-id is
+    /// passed to a host function (`launch_f(ctx, k<…>, …)`: `wrapper`), or
+    /// stored in a variable (`kernel_t f = k<…>;`, `f = k<…>;`) that the
+    /// enclosing function passes to one. That function launches its
+    /// parameter (`p<<<…>>>(…)` or `wrapper(p, config, …)`); each launch's
+    /// shape is evaluated there, with its parameters bound to the call's
+    /// operands (or their defaults). `None` when no such launch is found;
+    /// one pointer hop is followed.
+    fn pointer_launches(
+        &mut self,
+        kernel: Node<'u>,
+        wrapper: Option<(Node<'u>, usize)>,
+    ) -> Option<Option<Vec<LaunchShape>>> {
+        let frag = self.frag();
+        let carriers: Vec<(Node<'u>, usize)> = match wrapper {
+            Some(w) => vec![w],
+            None => {
+                let name = stored_in(frag, kernel)?;
+                let body = enclosing_function(kernel)?.field("body")?;
+                identifiers_named(frag, body, &name)
+                    .into_iter()
+                    .filter_map(operand_of)
+                    .collect()
+            }
+        };
+        let mut found: Vec<Option<Vec<LaunchShape>>> = Vec::new();
+        for (call, at) in carriers {
+            found.extend(self.launches_of_parameter(call, at));
+        }
+        if found.is_empty() {
+            return None;
+        }
+        // Every launch's shapes, or undetermined when one is.
+        Some(found.into_iter().try_fold(Vec::new(), |mut all, s| {
+            for x in s? {
+                if !all.contains(&x) {
+                    all.push(x);
+                }
+            }
+            Some(all)
+        }))
+    }
+
+    /// The launches of parameter `at` inside the host function `call`
+    /// calls, with their shapes (see [`Self::pointer_launches`]).
+    fn launches_of_parameter(&mut self, call: Node<'u>, at: usize) -> Vec<Option<Vec<LaunchShape>>> {
+        let frag = self.frag();
+        let Some(callee) = call.field("function") else {
+            return Vec::new();
+        };
+        let (name_node, explicit) = match callee.kind() {
+            "template_function" => (callee.field("name"), callee.field("arguments")),
+            "identifier" => (Some(callee), None),
+            _ => (None, None),
+        };
+        let Some(name_node) = name_node else {
+            return Vec::new();
+        };
+        let name = syntax::text(frag, name_node).to_string();
+        let scope = self.ctx().scope;
+        let Some(f) = self.index.lookup(scope, &name).into_iter().find(|&id| {
+            let d = self.index.decl(id);
+            d.defined && d.kind == DeclKind::Function && parameter_list(d.node).is_some()
+        }) else {
+            return Vec::new();
+        };
+        let d = self.index.decl(f).clone();
+        if super::index::is_global(d.node) {
+            return Vec::new();
+        }
+        let Some(param) = kernel_param_names(self.index, f)
+            .get(at)
+            .cloned()
+            .filter(|p| !p.is_empty())
+        else {
+            return Vec::new();
+        };
+        let Some(body) = d.node.field("body") else {
+            return Vec::new();
+        };
+        // The operands as the caller computes them, under its guards.
+        let caller_facts = self.bind_preceding_constants(call);
+        let caller_facts: Vec<super::Value> = caller_facts.iter().filter_map(|x| self.host_fact(*x)).collect();
+        let arg_nodes: Vec<Node<'u>> = call.field("arguments").map(named_children).unwrap_or_default();
+        let values: Vec<super::Value> = arg_nodes.iter().map(|a| self.scratch_expr(*a)).collect();
+        let env = match d.template {
+            Some(params) => {
+                let explicit = explicit.map(|a| self.template_args(a)).unwrap_or_default();
+                let operands = self.operands(call.field("arguments"));
+                let tuple = self.deduced_tuple(f, &explicit, &operands).unwrap_or(explicit);
+                let ctx = Ctx {
+                    frag: d.frag,
+                    scope: d.scope,
+                    tenv: Rc::new(TemplateEnv::new()),
+                    class: None,
+                };
+                self.bind_template_params(ctx, params, &tuple, &TemplateEnv::new(), true)
+            }
+            None => TemplateEnv::new(),
+        };
+        let ctx = Ctx {
+            frag: d.frag,
+            scope: d.scope,
+            tenv: Rc::new(env),
+            class: None,
+        };
+        self.in_ctx(ctx, |l| {
+            l.bind_call_operands(f, &values);
+            let mut out = Vec::new();
+            for u in uses(d.frag, body, &param) {
+                let block = u
+                    .call
+                    .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
+                    .and_then(|cfg| named_children(cfg).get(1).copied());
+                if block.is_none() && u.wrapper.is_none() {
+                    continue;
+                }
+                let facts = l.bind_preceding_constants(u.call.or(u.wrapper.map(|w| w.0)).unwrap_or(u.node));
+                let mut facts: Vec<super::Value> = facts.iter().filter_map(|x| l.host_fact(*x)).collect();
+                facts.extend(caller_facts.iter().cloned());
+                let (shapes, _) = l.launch_at(u.call, block, u.wrapper, &facts);
+                let launcher = u.wrapper.is_some_and(|(c, _)| is_launcher(d.frag, c));
+                if shapes.is_some() || block.is_some() || launcher {
+                    out.push(shapes);
+                }
+            }
+            out
+        })
+    }
+
+    /// Binds the parameters of host function `f` to a call's operand
+    /// values, or to their default arguments, or to unknown values.
+    fn bind_call_operands(&mut self, f: DeclId, values: &[super::Value]) {
+        let d = self.index.decl(f).clone();
+        let Some(params) = parameter_list(d.node) else {
+            return;
+        };
+        let params = named_children(params)
+            .into_iter()
+            .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"));
+        for (i, p) in params.enumerate() {
+            let (ty, name) = self.declared_type(p);
+            let Some(name) = name else { continue };
+            let value = match values.get(i) {
+                Some(v) => v.clone(),
+                None => match p.field("default_value") {
+                    Some(dv) => self.scratch_expr(dv),
+                    None => super::Value::Unknown(ty.strip_ref().clone()),
+                },
+            };
+            self.bind(&name, super::Binding::Place(super::Place::Temp(value)));
         }
     }
 
