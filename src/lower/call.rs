@@ -734,6 +734,15 @@ impl<'u> Lowerer<'u> {
                 if let Value::Closure(_) = v {
                     return Binding::Value(v);
                 }
+                // A `const` scalar parameter given a constant is that
+                // constant (nothing can write it): calls on it inside a
+                // constexpr helper stay calls on constants, and fold.
+                if is_const_scalar_param(self.frag(), p) && pty.is_arith() && is_constant_value(&v) {
+                    let c = self.convert(v.clone(), pty, p);
+                    if is_constant_value(&c) {
+                        return Binding::Value(c);
+                    }
+                }
                 let ty = match (pty, &v) {
                     (Type::Opaque(n), _) if &**n == "auto" => v.ty(),
                     // An address passed as an integer keeps pointing into its buffer.
@@ -1232,6 +1241,15 @@ fn constant_key(op: &Operand) -> Option<String> {
         Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => Some(format!("{v:?}")),
         _ => None,
     }
+}
+
+/// A by-value parameter declared `const` (`const int n`; not `const int * p`,
+/// whose pointer can change).
+fn is_const_scalar_param(frag: &Fragment, p: Node) -> bool {
+    p.field("declarator").is_some_and(|d| d.kind() == "identifier")
+        && named_children(p)
+            .into_iter()
+            .any(|c| c.kind() == "type_qualifier" && matches!(syntax::text(frag, c), "const" | "constexpr"))
 }
 
 /// A value fixed at compile time.
