@@ -81,6 +81,10 @@ pub enum Origin {
     Collective { name: String },
     /// A variable the loop analysis could not express in the iteration count.
     LoopValue { var: String },
+    /// How far a barrier counter (a phase) has advanced since its loop was
+    /// entered, where the advance per iteration is not a constant (an inner
+    /// loop's trip count): counters never decrease, so it is `≥ 0`.
+    Progress { var: String },
     /// An element of an access range (`memcpy`, a tile).
     Range,
     /// Stands for a variable's value at the top of an iteration while the

@@ -137,7 +137,7 @@ fn non_negative(t: &Term, model: &AccessModel) -> bool {
     match &t.kind {
         TermKind::Symbol(s) => matches!(
             model.symbol(*s).origin,
-            Origin::Counter { .. } | Origin::ExitCount { .. }
+            Origin::Counter { .. } | Origin::ExitCount { .. } | Origin::Progress { .. }
         ),
         TermKind::Builtin(_) => true,
         _ => false,

@@ -242,6 +242,8 @@ pub struct Shape {
 /// Block extents allowed per dimension by CUDA.
 const BLOCK_LIMIT: [i128; 3] = [1024, 1024, 64];
 /// Loop counters stay below 2^31 (`grammar/SUBSET.md`).
+/// The most a phase advances within one loop (see `Origin::Progress`).
+const PROGRESS_MAX: i128 = 1 << 48;
 const COUNTER_MAX: i128 = (1 << 31) - 1;
 
 /// `p = x * y` for two non-constant factors: a fresh value with linear facts.
@@ -524,6 +526,9 @@ impl<'a> Encoder<'a> {
         let info = self.model.symbol(s);
         match info.origin {
             Origin::Counter { .. } | Origin::ExitCount { .. } => Some((0, COUNTER_MAX)),
+            // Counters never wrap: a phase's advances, summed over nested
+            // loops, stay far inside its 64 bits.
+            Origin::Progress { .. } => Some((0, PROGRESS_MAX)),
             _ => range_of(info.ty),
         }
     }

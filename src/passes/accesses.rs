@@ -656,6 +656,8 @@ impl<'k> Exec<'k> {
         // How widely the fresh values are shared (placeholders' assumed scopes).
         let mut assumed: HashMap<SymbolId, Scope> = HashMap::new();
         let mut fresh_slots: Vec<usize> = Vec::new();
+        // The fresh symbol each of them got.
+        let mut fresh_symbols: HashMap<usize, SymbolId> = HashMap::new();
         if st.pc.is_false() {
             // No iteration reaches the next: only iteration 0 runs.
             for &slot in &slots {
@@ -722,15 +724,23 @@ impl<'k> Exec<'k> {
             for &slot in &fresh_slots {
                 let ph = placeholders[&slot];
                 let name = self.slot_name(slot);
+                let phase = slot >= self.kernel.vars.len();
+                let origin = if phase {
+                    Origin::Progress { var: name.clone() }
+                } else {
+                    Origin::LoopValue { var: name.clone() }
+                };
                 self.loops.push(k_id);
-                let t = self.new_symbol(
-                    name.clone(),
-                    self.slot_ty(slot),
-                    assumed[&ph],
-                    Origin::LoopValue { var: name },
-                    s.span,
-                );
+                let t = self.new_symbol(name, self.slot_ty(slot), assumed[&ph], origin, s.span);
                 self.loops.pop();
+                let TermKind::Symbol(id) = t.kind else { unreachable!() };
+                fresh_symbols.insert(slot, id);
+                // A phase is its entry value plus how far it has advanced.
+                let t = if phase {
+                    self.terms().binary(BinOp::Add, PHASE_TY, entry[&slot].clone(), t)
+                } else {
+                    t
+                };
                 closed.insert(ph, t);
             }
         }
@@ -822,17 +832,15 @@ impl<'k> Exec<'k> {
                 if sc == Scope::Thread {
                     continue;
                 }
-                let TermKind::Symbol(f) = closed[&ph].kind else {
+                let Some(&f) = fresh_symbols.get(&slot) else {
                     continue;
                 };
                 let name = self.slot_name(slot);
-                let t = self.new_symbol(
-                    format!("{name}@exit"),
-                    self.slot_ty(slot),
-                    sc,
-                    Origin::LoopValue { var: name },
-                    s.span,
-                );
+                let origin = match &self.model.symbol(f).origin {
+                    Origin::Progress { .. } => Origin::Progress { var: name.clone() },
+                    _ => Origin::LoopValue { var: name.clone() },
+                };
+                let t = self.new_symbol(format!("{name}@exit"), self.slot_ty(slot), sc, origin, s.span);
                 at_exit.insert(f, t);
             }
         }
