@@ -165,6 +165,8 @@ pub struct Lowerer<'u> {
     depth: usize,
     /// Inside a branch of an `if constexpr` whose condition is symbolic.
     speculative: u32,
+    /// Where a `static_assert` failed: no program holds this instantiation.
+    ill_formed: Option<crate::source::Span>,
     /// Variables that hold a known constant at the current point.
     known: HashMap<VarId, Expr>,
     /// Evaluating an expression C++ requires to be constant (template
@@ -278,6 +280,7 @@ impl<'u> Lowerer<'u> {
             syms: HashMap::new(),
             depth: 0,
             speculative: 0,
+            ill_formed: None,
             known: HashMap::new(),
             constant_context: 0,
             host_mode: false,
@@ -288,6 +291,15 @@ impl<'u> Lowerer<'u> {
     }
 
     fn finish(mut self) -> Kernel {
+        if let Some(span) = self.ill_formed {
+            // Nothing of it runs: it only traps (see `Kernel::always_traps`).
+            self.k.body.0 = vec![ir::Stmt {
+                kind: ir::StmtKind::Assume(ir::Expr::Bool(false)),
+                span,
+                site: span,
+            }];
+            self.k.unknowns.clear();
+        }
         let root = self.kernel_decl.0;
         let mut helpers: Vec<String> = self
             .call_graph

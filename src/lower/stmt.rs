@@ -545,12 +545,13 @@ impl<'u> Lowerer<'u> {
                 self.emit_at(StmtKind::Assume(Expr::Bool(false)), node);
                 self.dead = true;
             }
+            // The instantiation is ill-formed: a compiler rejects it, so the
+            // program never runs it (the template arguments come from our
+            // reading of the host code, which can name more than it uses).
             Some(false) => {
-                let text = super::index::normalize_spaces(self.text(c));
-                self.unknown(
-                    node,
-                    format!("static_assert({text}) does not hold for this instantiation"),
-                );
+                self.emit_at(StmtKind::Assume(Expr::Bool(false)), node);
+                self.dead = true;
+                self.ill_formed = Some(self.span(node));
             }
             None => self.emit_at(StmtKind::Assume(cond), node),
         }
