@@ -634,8 +634,9 @@ impl<'k> Exec<'k> {
             st.vars[slot] = Some(ph);
         }
         let mut exits: Vec<State> = Vec::new();
+        let mut test = None;
         if l.test_first {
-            self.test(st, l, &mut exits);
+            test = self.test(st, l, &mut exits);
         }
         self.block(st, &l.body);
         let mut continues = self.parked.remove(&(l.label, true)).unwrap_or_default();
@@ -645,7 +646,7 @@ impl<'k> Exec<'k> {
         }
         self.block(st, &l.step);
         if !l.test_first {
-            self.test(st, l, &mut exits);
+            test = self.test(st, l, &mut exits);
         }
         exits.extend(self.parked.remove(&(l.label, false)).unwrap_or_default());
         let inner = self.loops.clone();
@@ -656,6 +657,8 @@ impl<'k> Exec<'k> {
         // How widely the fresh values are shared (placeholders' assumed scopes).
         let mut assumed: HashMap<SymbolId, Scope> = HashMap::new();
         let mut fresh_slots: Vec<usize> = Vec::new();
+        // The loop's trip count, when constants fix it.
+        let mut trip: Option<i128> = None;
         // The fresh symbol each of them got.
         let mut fresh_symbols: HashMap<usize, SymbolId> = HashMap::new();
         if st.pc.is_false() {
@@ -685,6 +688,33 @@ impl<'k> Exec<'k> {
                 } else {
                     fresh_slots.push(slot);
                 }
+            }
+            // A trip count fixed by constants (`for (i = 0; i < 4; ++i)`):
+            // a phase whose advance differs only in the first iteration (a
+            // barrier under `if (i > 0)`) is exact in every iteration.
+            let escaped = self
+                .parked
+                .iter()
+                .any(|(key, v)| v.len() > parked_marks.get(key).copied().unwrap_or(0));
+            if exits.len() == 1 && !escaped {
+                trip = test.as_ref().and_then(|c| self.constant_trip_count(c, &closed, k_id));
+            }
+            if let Some(n) = trip {
+                let mut left = Vec::new();
+                for slot in std::mem::take(&mut fresh_slots) {
+                    let ph = placeholders[&slot];
+                    let end = st.vars[slot].clone().expect("assigned in the loop");
+                    let form = (slot >= self.kernel.vars.len())
+                        .then(|| self.phase_by_iteration(&end, ph, &entry[&slot], &closed, k_id, n))
+                        .flatten();
+                    match form {
+                        Some(form) => {
+                            closed.insert(ph, form);
+                        }
+                        None => left.push(slot),
+                    }
+                }
+                fresh_slots = left;
             }
             // Scopes: closed forms are what they are (k is shared by the
             // threads compared at one iteration); a fresh value is as uniform
@@ -823,6 +853,13 @@ impl<'k> Exec<'k> {
         );
         let mut at_exit = HashMap::new();
         if !closed.contains_key(&k_id) {
+            // A trip count fixed by constants is that constant: phases
+            // after the loop are then constants apart, and an enclosing
+            // loop's phase stays affine in its count.
+            let n = match trip {
+                Some(c) => self.terms().int(c, COUNTER_TY),
+                None => n,
+            };
             at_exit.insert(k_id, n);
             // A fresh value at the exit iteration is shared as widely as both
             // the value and the exit iteration are.
@@ -856,15 +893,92 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// The first iteration whose loop test `cond` (over the placeholders,
+    /// `closed` gives their values in iteration `k`) is false, when the
+    /// test depends on `k` alone and is true before it.
+    fn constant_trip_count(&mut self, cond: &Term, closed: &HashMap<SymbolId, Term>, k: SymbolId) -> Option<i128> {
+        /// Longer constant loops keep a symbolic count.
+        const MAX_TRIPS: i128 = 1 << 12;
+        let cond = self.model.terms.substitute(cond, closed, &mut HashMap::new());
+        for j in 0..=MAX_TRIPS {
+            let at = HashMap::from([(k, self.model.terms.int(j, COUNTER_TY))]);
+            let v = self.model.terms.substitute(&cond, &at, &mut HashMap::new());
+            match v.as_bool() {
+                Some(true) => continue,
+                Some(false) => return Some(j),
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// A phase in iteration `k` of a loop of `n` iterations (a constant),
+    /// when its advance over an iteration (`end` minus the placeholder
+    /// `ph`, with `closed` giving the other variables in `k`) is a constant
+    /// `d0` in iteration 0 and a constant `d` in the others:
+    /// `k > 0 ? entry + d0 + (k − 1)·d : entry`.
+    fn phase_by_iteration(
+        &mut self,
+        end: &Term,
+        ph: SymbolId,
+        entry: &Term,
+        closed: &HashMap<SymbolId, Term>,
+        k: SymbolId,
+        n: i128,
+    ) -> Option<Term> {
+        const PROBE: i128 = 1 << 20;
+        let mut advances = Vec::new();
+        for j in 0..n {
+            let mut at = closed.clone();
+            let kj = self.model.terms.int(j, COUNTER_TY);
+            for v in at.values_mut() {
+                *v = self
+                    .model
+                    .terms
+                    .substitute(v, &HashMap::from([(k, kj.clone())]), &mut HashMap::new());
+            }
+            at.insert(k, kj);
+            let mut value_at = |base: i128| {
+                let mut map = at.clone();
+                map.insert(ph, self.model.terms.int(base, PHASE_TY));
+                self.model.terms.substitute(end, &map, &mut HashMap::new()).as_int()
+            };
+            let (a, b) = (value_at(0)?, value_at(PROBE)?);
+            // The end is the top plus a constant.
+            if b - a != PROBE {
+                return None;
+            }
+            advances.push(a);
+        }
+        let d0 = advances.first().copied().unwrap_or(0);
+        let d = advances.get(1).copied().unwrap_or(d0);
+        if advances.iter().skip(1).any(|&x| x != d) || d0 < 0 || d < 0 {
+            return None;
+        }
+        let t = self.terms();
+        let k_term = t.symbol(k, COUNTER_TY);
+        let one = t.int(1, COUNTER_TY);
+        let before = t.binary(BinOp::Sub, COUNTER_TY, k_term.clone(), one);
+        let dt = t.int(d, PHASE_TY);
+        let rest = t.binary(BinOp::Mul, PHASE_TY, before, dt);
+        let first = t.int(d0, PHASE_TY);
+        let later = t.binary(BinOp::Add, PHASE_TY, entry.clone(), first);
+        let later = t.binary(BinOp::Add, PHASE_TY, later, rest);
+        let zero = t.int(0, COUNTER_TY);
+        let started = t.binary(BinOp::Gt, COUNTER_TY, k_term, zero);
+        Some(t.select(started, later, entry.clone()))
+    }
+
     fn scope_of(&self, t: &Term, assumed: &HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
         self.model.scope_of(t, assumed, deps)
     }
 
-    /// Runs the loop test; the failing side leaves the loop.
-    fn test(&mut self, st: &mut State, l: &Loop, exits: &mut Vec<State>) {
+    /// Runs the loop test; the failing side leaves the loop. Returns the
+    /// condition (over the iteration's placeholders).
+    fn test(&mut self, st: &mut State, l: &Loop, exits: &mut Vec<State>) -> Option<Term> {
         self.block(st, &l.cond_pre);
         if st.pc.is_false() {
-            return;
+            return None;
         }
         let c = self.eval(st, &l.cond);
         let c = self.terms().cast(ScalarTy::Bool, c);
@@ -876,7 +990,8 @@ impl<'k> Exec<'k> {
         let pc = st.pc.clone();
         st.pc = self.terms().and(pc, c.clone());
         let reach = st.reach.clone();
-        st.reach = self.terms().and(reach, c);
+        st.reach = self.terms().and(reach, c.clone());
+        Some(c)
     }
 
     /// The value at the top of iteration `k` of a variable whose value at the
