@@ -912,11 +912,12 @@ impl<'k> Exec<'k> {
         None
     }
 
-    /// A phase in iteration `k` of a loop of `n` iterations (a constant),
-    /// when its advance over an iteration (`end` minus the placeholder
-    /// `ph`, with `closed` giving the other variables in `k`) is a constant
-    /// `d0` in iteration 0 and a constant `d` in the others:
-    /// `k > 0 ? entry + d0 + (k − 1)·d : entry`.
+    /// A phase at the top of iteration `k` of a loop of `n` iterations (a
+    /// constant; `k = n` is where it leaves), when its advance over each
+    /// iteration (`end` minus the placeholder `ph`, with `closed` giving the
+    /// other variables in `k`) is a constant: `entry` plus the sum of the
+    /// advances before `k`, a line with a few exceptions (a barrier skipped
+    /// in the first or the last iteration).
     fn phase_by_iteration(
         &mut self,
         end: &Term,
@@ -927,15 +928,16 @@ impl<'k> Exec<'k> {
         n: i128,
     ) -> Option<Term> {
         const PROBE: i128 = 1 << 20;
-        let mut advances = Vec::new();
+        /// Points off the line kept as explicit choices.
+        const MAX_EXCEPTIONS: usize = 4;
+        // The phase before iteration j, from the entry: prefix[j].
+        let mut prefix = vec![0i128];
         for j in 0..n {
-            let mut at = closed.clone();
             let kj = self.model.terms.int(j, COUNTER_TY);
-            for v in at.values_mut() {
-                *v = self
-                    .model
-                    .terms
-                    .substitute(v, &HashMap::from([(k, kj.clone())]), &mut HashMap::new());
+            let at_k = HashMap::from([(k, kj.clone())]);
+            let mut at: HashMap<SymbolId, Term> = HashMap::new();
+            for (&v, form) in closed {
+                at.insert(v, self.model.terms.substitute(form, &at_k, &mut HashMap::new()));
             }
             at.insert(k, kj);
             let mut value_at = |base: i128| {
@@ -944,29 +946,40 @@ impl<'k> Exec<'k> {
                 self.model.terms.substitute(end, &map, &mut HashMap::new()).as_int()
             };
             let (a, b) = (value_at(0)?, value_at(PROBE)?);
-            // The end is the top plus a constant.
-            if b - a != PROBE {
+            // The end is the top plus a constant, and counters never go back.
+            if b - a != PROBE || a < 0 {
                 return None;
             }
-            advances.push(a);
+            prefix.push(prefix[j as usize] + a);
         }
-        let d0 = advances.first().copied().unwrap_or(0);
-        let d = advances.get(1).copied().unwrap_or(d0);
-        if advances.iter().skip(1).any(|&x| x != d) || d0 < 0 || d < 0 {
+        // The line through iterations 1 and 2 (or 0 and 1), and the points off it.
+        let (origin, slope) = match prefix.len() {
+            0 | 1 => (0, 0),
+            2 => (0, prefix[1]),
+            _ => (1, prefix[2] - prefix[1]),
+        };
+        let line = |j: usize| prefix[origin] + (j as i128 - origin as i128) * slope;
+        let exceptions: Vec<usize> = (0..prefix.len()).filter(|&j| prefix[j] != line(j)).collect();
+        if exceptions.len() > MAX_EXCEPTIONS {
             return None;
         }
         let t = self.terms();
         let k_term = t.symbol(k, COUNTER_TY);
-        let one = t.int(1, COUNTER_TY);
-        let before = t.binary(BinOp::Sub, COUNTER_TY, k_term.clone(), one);
-        let dt = t.int(d, PHASE_TY);
-        let rest = t.binary(BinOp::Mul, PHASE_TY, before, dt);
-        let first = t.int(d0, PHASE_TY);
-        let later = t.binary(BinOp::Add, PHASE_TY, entry.clone(), first);
-        let later = t.binary(BinOp::Add, PHASE_TY, later, rest);
-        let zero = t.int(0, COUNTER_TY);
-        let started = t.binary(BinOp::Gt, COUNTER_TY, k_term, zero);
-        Some(t.select(started, later, entry.clone()))
+        let from = t.int(origin as i128, COUNTER_TY);
+        let steps = t.binary(BinOp::Sub, COUNTER_TY, k_term.clone(), from);
+        let slope_t = t.int(slope, PHASE_TY);
+        let along = t.binary(BinOp::Mul, PHASE_TY, steps, slope_t);
+        let base = t.int(prefix[origin], PHASE_TY);
+        let on_line = t.binary(BinOp::Add, PHASE_TY, base, along);
+        let mut form = t.binary(BinOp::Add, PHASE_TY, entry.clone(), on_line);
+        for j in exceptions {
+            let at = t.int(j as i128, COUNTER_TY);
+            let is_j = t.binary(BinOp::Eq, COUNTER_TY, k_term.clone(), at);
+            let value = t.int(prefix[j], PHASE_TY);
+            let value = t.binary(BinOp::Add, PHASE_TY, entry.clone(), value);
+            form = t.select(is_j, value, form);
+        }
+        Some(form)
     }
 
     fn scope_of(&self, t: &Term, assumed: &HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
