@@ -1597,9 +1597,9 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    /// "No signed overflow" for the signed `+ - * <<` and negations that
-    /// evaluating `t` surely performs (not under `?:` or `||`): their wrap
-    /// quotient is 0.
+    /// "No undefined behaviour" for the operations evaluating `t` surely
+    /// performs (not under `?:` or `||`): signed `+ - * <<` and negations
+    /// have wrap quotient 0, divisors are not 0.
     fn no_overflow(&mut self, t: &Term, inst: usize, seen: &mut HashSet<u32>, out: &mut Vec<Bool>) {
         if !seen.insert(t.id) {
             return;
@@ -1612,6 +1612,12 @@ impl<'a> Encoder<'a> {
                     if let Some(q) = self.wraps.get(&(t.id, inst)) {
                         out.push(q.eq(int(0)));
                     }
+                }
+                // Dividing by zero is undefined too: a surely evaluated
+                // `/` or `%` has a non-zero divisor.
+                if matches!(op, BinOp::Div | BinOp::Rem) && opty.is_int() && b.as_int().is_none() {
+                    let d = self.enc_int(b, inst);
+                    out.push(d.eq(int(0)).not());
                 }
                 let descend = op.is_comparison()
                     || *op == BinOp::And
