@@ -1506,6 +1506,11 @@ impl<'u> Lowerer<'u> {
         };
         let arrow = node.field("operator").is_some_and(|o| self.text(o) == "->");
         let name = normalize(self.text(field));
+        // A host field that only ever holds the device's warp size.
+        if self.host_mode && self.config.warp_size_fields.contains(&name) {
+            let ty = Type::int(32, true);
+            return Place::Temp(Value::Scalar(Expr::int(self.config.warp_size as i128, ty.scalar()), ty));
+        }
         let base = if arg.kind() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,

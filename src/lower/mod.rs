@@ -17,6 +17,7 @@
 
 mod builtins;
 mod call;
+pub mod device_fields;
 mod expr;
 pub mod index;
 pub mod instantiate;
@@ -58,6 +59,9 @@ pub struct LowerConfig {
     pub max_inline_depth: usize,
     /// Deepest nesting of expressions and statements followed.
     pub max_nesting: usize,
+    /// Host struct fields that hold the device's warp size
+    /// ([`device_fields`]): host code reads them as `warp_size`.
+    pub warp_size_fields: Vec<String>,
 }
 
 impl Default for LowerConfig {
@@ -66,6 +70,7 @@ impl Default for LowerConfig {
             warp_size: 32,
             max_inline_depth: 48,
             max_nesting: 600,
+            warp_size_fields: Vec::new(),
         }
     }
 }

@@ -1,0 +1,112 @@
+//! Host fields that hold a device property across a whole codebase.
+//!
+//! Input: the texts of every file checked. Output: the names of struct
+//! fields that only ever receive the device's warp size: every assignment to
+//! them stores `….warpSize` (a `cudaDeviceProp` member) or the target's warp
+//! size as a constant. Host code then reads them as that constant, so a
+//! launch of `dim3(info.warp_size, nwarps)` has whole warps (ggml keeps the
+//! device's warp size in `ggml_cuda_info().devices[id].warp_size`).
+//!
+//! Assumption (README, "Launch facts"): the files checked hold every write to
+//! such a field, and it is read after it is written (not while still zero).
+
+use tree_sitter::{Node, Parser};
+
+use crate::syntax::{language, named_children};
+
+/// The fields whose every assignment in `texts` stores the warp size.
+pub fn warp_size_fields<'a>(texts: impl IntoIterator<Item = &'a str> + Clone, warp_size: u32) -> Vec<String> {
+    let mut parser = Parser::new();
+    if parser.set_language(&language()).is_err() {
+        return Vec::new();
+    }
+    let mut candidates: Vec<String> = Vec::new();
+    for text in texts.clone().into_iter().filter(|t| t.contains("warpSize")) {
+        let Some(tree) = parser.parse(text, None) else { continue };
+        for (field, rhs, op) in field_writes(text, tree.root_node()) {
+            if op == "=" && stores_warp_size(text, rhs, warp_size) && !candidates.contains(&field) {
+                candidates.push(field);
+            }
+        }
+    }
+    let mut kept = candidates.clone();
+    for text in texts {
+        if !candidates.iter().any(|c| text.contains(c.as_str())) {
+            continue;
+        }
+        let Some(tree) = parser.parse(text, None) else { continue };
+        for (field, rhs, op) in field_writes(text, tree.root_node()) {
+            if op != "=" || !stores_warp_size(text, rhs, warp_size) {
+                kept.retain(|k| *k != field);
+            }
+        }
+    }
+    kept
+}
+
+/// Writes to a member (`x.f = v`, `p->f += v`, `x.f++`): the field, the
+/// value (the whole expression for `++`/`--`) and the operator.
+fn field_writes<'t>(text: &str, root: Node<'t>) -> Vec<(String, Node<'t>, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        let target = match n.kind() {
+            "assignment_expression" => n.child_by_field_name("left"),
+            "update_expression" => n.child_by_field_name("argument"),
+            _ => None,
+        };
+        if let Some(field) = target
+            .filter(|t| t.kind() == "field_expression")
+            .and_then(|t| t.child_by_field_name("field"))
+        {
+            let op = n
+                .child_by_field_name("operator")
+                .and_then(|o| o.utf8_text(text.as_bytes()).ok())
+                .unwrap_or("++");
+            let value = n.child_by_field_name("right").unwrap_or(n);
+            if let Ok(name) = field.utf8_text(text.as_bytes()) {
+                out.push((name.to_string(), value, op.to_string()));
+            }
+        }
+        stack.extend(named_children(n));
+    }
+    out
+}
+
+/// `….warpSize`, or the warp size itself as a literal.
+fn stores_warp_size(text: &str, value: Node, warp_size: u32) -> bool {
+    let read = |n: Node| n.utf8_text(text.as_bytes()).unwrap_or("").trim().to_string();
+    match value.kind() {
+        "field_expression" => value
+            .child_by_field_name("field")
+            .is_some_and(|f| read(f) == "warpSize"),
+        "number_literal" => read(value).parse::<u32>() == Ok(warp_size),
+        "parenthesized_expression" => named_children(value)
+            .first()
+            .is_some_and(|v| stores_warp_size(text, *v, warp_size)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::warp_size_fields;
+
+    const INIT: &str = "struct dev { int cc; int warp_size; };\n\
+        void init(dev * d, int n) { cudaDeviceProp prop; for (int i = 0; i < n; ++i) { d[i].warp_size = prop.warpSize; d[i].cc = prop.major; } }";
+
+    #[test]
+    fn a_field_that_only_receives_warp_size_is_found() {
+        assert_eq!(warp_size_fields([INIT], 32), vec!["warp_size".to_string()]);
+    }
+
+    #[test]
+    fn any_other_write_anywhere_disqualifies_it() {
+        let other = "void tune(dev & d) { d.warp_size = 64; }";
+        assert!(warp_size_fields([INIT, other], 32).is_empty());
+        let bumped = "void tune(dev & d) { d.warp_size *= 2; }";
+        assert!(warp_size_fields([INIT, bumped], 32).is_empty());
+        let constant = "void musa(dev & d) { d.warp_size = 32; }";
+        assert_eq!(warp_size_fields([INIT, constant], 32).len(), 1);
+    }
+}
