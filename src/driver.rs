@@ -56,6 +56,10 @@ pub struct KernelEntry {
     /// How many of them were lowered: the kept ones, those that lowered to
     /// the same code as a kept one, and those that only trap.
     pub covered: usize,
+    /// The search for instantiations stopped at its cap
+    /// ([`lower::instantiate::MAX_TUPLES`]) and no lowering with symbolic
+    /// arguments covers the rest: more may exist, unchecked.
+    pub more_instantiations: bool,
     /// The lowered instantiations, the most determined first.
     pub kernels: Vec<Kernel>,
     /// For each lowered instantiation, the block shapes its launch sites
@@ -170,6 +174,19 @@ pub fn lower_files(
     headers: Vec<FileId>,
     options: &Options,
 ) -> (Vec<KernelEntry>, Vec<preprocess::Diag>) {
+    // Facts about host fields hold across every file checked.
+    let mut lower_options = options.lower.clone();
+    let texts: Vec<&str> = units
+        .iter()
+        .chain(&headers)
+        .map(|&f| db.file(f).text.as_str())
+        .collect();
+    lower_options.warp_size_fields =
+        lower::device_fields::warp_size_fields(texts.iter().copied(), lower_options.warp_size);
+    let options = &Options {
+        lower: lower_options,
+        ..options.clone()
+    };
     let mut session = Session::new(options.pp.clone());
     let mut entries: Vec<KernelEntry> = Vec::new();
     let mut by_site: HashMap<(FileId, u32), usize> = HashMap::new();
@@ -304,7 +321,9 @@ pub fn lower_files(
             // any of the launch sites' shapes when every instantiation has
             // a site (their facts hold for their own arguments only, so they
             // are dropped).
-            if covered < tuples.len() && !def.template_params.is_empty() {
+            // The search stops at its cap: more instantiations may exist.
+            let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
+            if (covered < tuples.len() || more) && !def.template_params.is_empty() {
                 let args = vec![None; def.template_params.len()];
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
                 let shapes: Option<Vec<LaunchShape>> = launches.iter().try_fold(Vec::new(), |mut all, site| {
@@ -319,8 +338,9 @@ pub fn lower_files(
                     }
                     (!site.blocks.is_empty()).then_some(all)
                 });
-                // An instantiation no site launches may run with any shape.
-                let shapes = shapes.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)));
+                // An instantiation no site launches (or one past the search's
+                // cap) may run with any shape.
+                let shapes = shapes.filter(|_| !more && tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)));
                 // Only a complete lowering covers them (one that is not
                 // says less than the cap's unknown).
                 if k.unknowns.is_empty() {
@@ -329,6 +349,7 @@ pub fn lower_files(
                         blocks.push(shapes.filter(|s| !s.is_empty()));
                     }
                     covered = tuples.len();
+                    more = false;
                 }
             }
             if kernels.is_empty() {
@@ -347,6 +368,7 @@ pub fn lower_files(
                 template_params: def.template_params.clone(),
                 instantiations: tuples.len(),
                 covered,
+                more_instantiations: more,
                 kernels,
                 launch_blocks: blocks,
                 unknowns,
@@ -764,16 +786,23 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         }
     }
     // A pass covers only the instantiations checked.
-    if (memory == Verdict::Pass || participation == Verdict::Pass) && e.instantiations > e.covered {
+    if (memory == Verdict::Pass || participation == Verdict::Pass)
+        && (e.instantiations > e.covered || e.more_instantiations)
+    {
         memory = join(memory, Verdict::Unknown);
         participation = join(participation, Verdict::Unknown);
-        unknowns.push(UnknownItem {
-            reason: format!(
+        let reason = if e.more_instantiations {
+            format!(
+                "only {} template instantiations were checked, and the search for them stopped at {}: more may exist",
+                e.covered, e.instantiations
+            )
+        } else {
+            format!(
                 "only {} of the {} template instantiations found were checked",
                 e.covered, e.instantiations
-            ),
-            span: e.span,
-        });
+            )
+        };
+        unknowns.push(UnknownItem { reason, span: e.span });
     }
     // Conditions proved under the callers' shapes: would any launch do?
     let discharged = if from_sites && options.block_dim.is_none() {
