@@ -1390,6 +1390,7 @@ impl<'u> Lowerer<'u> {
                 match callee.clone() {
                     Value::Closure(id) => self.call_closure(id, ops, node),
                     Value::Func(f) => self.call_named(&f.ids, &f.args, ops, None, None, node),
+                    Value::Choice(fs) => self.call_choice(&fs, ops, node),
                     Value::Type(t) => Operand::Value(self.construct(&t, ops, node)),
                     Value::Agg(Type::Class(inst), _) | Value::Mem(_, Type::Class(inst)) => {
                         // A function object: `S{}(args)`.
@@ -1475,6 +1476,72 @@ impl<'u> Lowerer<'u> {
         None
     }
 
+    /// A call through a function pointer that holds one of `funcs`: each
+    /// candidate under `choice == i`, a fresh grid-uniform symbol (the
+    /// pointer is fixed by the instantiation), so every candidate is
+    /// checked. The result is a variable the branches assign.
+    fn call_choice(&mut self, funcs: &[Rc<super::types::FuncRef>], ops: Vec<Operand>, node: Node<'u>) -> Operand {
+        let key = format!("choice of a function pointer #{}", self.syms.len());
+        let choice = self.sym(&key, ScalarTy::I32, SymKind::Unresolved);
+        self.frame_mut().cond_depth += 1;
+        let before = self.known.clone();
+        let mut result: Option<Place> = None;
+        let mut blocks = Vec::new();
+        let mut all_dead = true;
+        for f in funcs {
+            let block = self.sub_block(|l| {
+                let v = match l.call_named(&f.ids, &f.args, ops.clone(), None, None, node) {
+                    Operand::Value(v) => v,
+                    Operand::Place(p) => l.read(&p, node),
+                    Operand::List(_) => Value::Void,
+                };
+                if !matches!(v, Value::Void) {
+                    let place = match &result {
+                        Some(p) => p.clone(),
+                        None => {
+                            let p = l.local_place("result", &v.ty(), node);
+                            result = Some(p.clone());
+                            p
+                        }
+                    };
+                    l.write(&place, v, node);
+                }
+            });
+            all_dead &= std::mem::replace(&mut self.dead, false);
+            self.known = before.clone();
+            blocks.push(block);
+        }
+        self.frame_mut().cond_depth -= 1;
+        // if (choice == 0) … else if (choice == 1) … else (the last).
+        let mut chain = blocks.pop().unwrap_or_default();
+        for (i, then_block) in blocks.into_iter().enumerate().rev() {
+            let cond = crate::ir::Expr::Binary(
+                crate::ir::BinOp::Eq,
+                ScalarTy::I32,
+                Box::new(crate::ir::Expr::Sym(choice)),
+                Box::new(crate::ir::Expr::int(i as i128, ScalarTy::I32)),
+            );
+            chain = self.sub_block(|l| {
+                l.emit_at(
+                    StmtKind::If {
+                        cond,
+                        then_block,
+                        else_block: chain,
+                    },
+                    node,
+                )
+            });
+        }
+        if let Some(b) = self.blocks.last_mut() {
+            b.extend(chain.0);
+        }
+        self.dead = all_dead;
+        match result {
+            Some(p) => Operand::Value(self.read(&p, node)),
+            None => Operand::Value(Value::Void),
+        }
+    }
+
     /// `f(args)` / `f<T>(args)` by unqualified name.
     fn call_by_name(&mut self, name: &str, explicit: &[TArg], args: Option<Node<'u>>, node: Node<'u>) -> Operand {
         match self.lookup_local(name) {
@@ -1494,6 +1561,7 @@ impl<'u> Lowerer<'u> {
                     let ops = self.operands(args);
                     return match self.read(&p, node) {
                         Value::Func(f) => self.call_named(&f.ids, &f.args, ops, None, None, node),
+                        Value::Choice(fs) => self.call_choice(&fs, ops, node),
                         _ => Operand::Value(self.unknown_value(
                             node,
                             format!("call through `{name}`, a function pointer not known here"),

@@ -66,13 +66,15 @@ impl<'u> Lowerer<'u> {
                 None => Value::Void,
             },
             // On the host (launch shapes), the device's warp size as a
-            // program reads it (`cudaDeviceProp::warpSize`, a copy of it in
-            // a field `warp_size`) is the warp size of the run.
+            // program reads it (`cudaDeviceProp::warpSize`, or a field that
+            // only ever receives it: `LowerConfig::warp_size_fields`) is the
+            // warp size of the run.
             "field_expression"
                 if self.host_mode
-                    && node
-                        .field("field")
-                        .is_some_and(|f| matches!(self.text(f), "warpSize" | "warp_size")) =>
+                    && node.field("field").is_some_and(|f| {
+                        let name = self.text(f);
+                        name == "warpSize" || self.config.warp_size_fields.iter().any(|w| w == name)
+                    }) =>
             {
                 Value::Scalar(
                     Expr::Int(self.config.warp_size as i128, ScalarTy::I32),
@@ -1506,11 +1508,6 @@ impl<'u> Lowerer<'u> {
         };
         let arrow = node.field("operator").is_some_and(|o| self.text(o) == "->");
         let name = normalize(self.text(field));
-        // A host field that only ever holds the device's warp size.
-        if self.host_mode && self.config.warp_size_fields.contains(&name) {
-            let ty = Type::int(32, true);
-            return Place::Temp(Value::Scalar(Expr::int(self.config.warp_size as i128, ty.scalar()), ty));
-        }
         let base = if arg.kind() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,
@@ -2028,9 +2025,45 @@ impl<'u> Lowerer<'u> {
             Place::Temp(_) => self.unknown(node, "assignment to a value that is not a variable"),
             Place::Cell(cell, _) => {
                 use super::value::CellState;
+                // A call through a null pointer is undefined: a null
+                // assignment adds no function a call may reach.
+                let null = |v: &Value| matches!(v, Value::Ptr(p) if p.object.is_none() && p.offset.as_int() == Some(0));
+                // Different functions make a choice only where every branch
+                // around the write is an `if constexpr` on a template
+                // argument: the choice is then the same for every thread. A
+                // run-time branch may choose per thread.
+                let conditions: usize = self.frames.iter().map(|f| f.cond_depth as usize).sum();
+                let compile_time = conditions == self.speculative as usize;
                 let next = match (&*cell.borrow(), &value) {
                     (CellState::Empty, v) => CellState::Holds(v.clone()),
+                    (CellState::Holds(old @ (Value::Func(_) | Value::Choice(_))), v) if null(v) => {
+                        CellState::Holds(old.clone())
+                    }
+                    (CellState::Holds(v), new @ (Value::Func(_) | Value::Choice(_))) if null(v) => {
+                        CellState::Holds(new.clone())
+                    }
                     (CellState::Holds(Value::Func(a)), Value::Func(b)) if a == b => CellState::Holds(value.clone()),
+                    // Different functions: a choice among them.
+                    (
+                        CellState::Holds(old @ (Value::Func(_) | Value::Choice(_))),
+                        new @ (Value::Func(_) | Value::Choice(_)),
+                    ) if compile_time => {
+                        let mut all: Vec<Rc<super::types::FuncRef>> = Vec::new();
+                        for v in [old, new] {
+                            match v {
+                                Value::Func(f) => all.push(f.clone()),
+                                Value::Choice(fs) => all.extend(fs.iter().cloned()),
+                                _ => {}
+                            }
+                        }
+                        let mut distinct: Vec<Rc<super::types::FuncRef>> = Vec::new();
+                        for f in all {
+                            if !distinct.contains(&f) {
+                                distinct.push(f);
+                            }
+                        }
+                        CellState::Holds(Value::Choice(Rc::new(distinct)))
+                    }
                     _ => CellState::Conflict,
                 };
                 if matches!(next, CellState::Conflict) {

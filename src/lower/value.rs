@@ -33,6 +33,10 @@ pub enum Value {
     Closure(u32),
     /// A function (or overload set) used as a value.
     Func(std::rc::Rc<super::types::FuncRef>),
+    /// A function pointer that holds one of these functions: it was
+    /// assigned in branches the lowering could not decide (an `if
+    /// constexpr` on a symbolic template argument).
+    Choice(std::rc::Rc<Vec<std::rc::Rc<super::types::FuncRef>>>),
     /// A name that denotes a type where a value was parsed (template arguments).
     Type(Type),
     Void,
@@ -46,7 +50,7 @@ impl Value {
             Value::Scalar(_, t) | Value::Agg(t, _) | Value::Mem(_, t) | Value::Unknown(t) => t.clone(),
             Value::Ptr(p) => Type::ptr(p.pointee.clone()),
             Value::Closure(i) => Type::Closure(*i),
-            Value::Func(_) => Type::Opaque("function".into()),
+            Value::Func(_) | Value::Choice(_) => Type::Opaque("function".into()),
             Value::Type(t) => t.clone(),
             Value::Void => Type::Void,
         }
