@@ -57,8 +57,8 @@ pub struct KernelEntry {
     /// the same code as a kept one, and those that only trap.
     pub covered: usize,
     /// The search for instantiations stopped at its cap
-    /// ([`lower::instantiate::MAX_TUPLES`]): more may exist, launched where
-    /// the search did not look, so no pass is claimed.
+    /// ([`lower::instantiate::MAX_TUPLES`]) and no lowering with symbolic
+    /// arguments covers the rest: more may exist, unchecked.
     pub more_instantiations: bool,
     /// The lowered instantiations, the most determined first.
     pub kernels: Vec<Kernel>,
@@ -322,7 +322,7 @@ pub fn lower_files(
             // a site (their facts hold for their own arguments only, so they
             // are dropped).
             // The search stops at its cap: more instantiations may exist.
-            let more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
+            let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {
                 let args = vec![None; def.template_params.len()];
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
@@ -338,12 +338,10 @@ pub fn lower_files(
                     }
                     (!site.blocks.is_empty()).then_some(all)
                 });
-                // An instantiation no site launches may run with any shape.
-                // One past the search's cap may come from a site never
-                // examined: the cover still runs under the sites' shapes
-                // (its alarms are alarms), but it proves nothing about those
-                // (`more` stays, and a pass is unknown).
-                let shapes = shapes.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)));
+                // An instantiation no site launches, or one past the search's
+                // cap (it may come from a site never examined), may run with
+                // any shape.
+                let shapes = shapes.filter(|_| !more && tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)));
                 // Only a lowering as complete as the ones checked covers
                 // them: each construct it could not model is one they could
                 // not either (and is reported with them); one that is less
@@ -359,6 +357,7 @@ pub fn lower_files(
                         blocks.push(shapes.filter(|s| !s.is_empty()));
                     }
                     covered = tuples.len();
+                    more = false;
                 }
             }
             if kernels.is_empty() {
