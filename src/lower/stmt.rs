@@ -237,7 +237,7 @@ impl<'u> Lowerer<'u> {
             kind: TargetKind::Loop,
         });
         // Any iteration may start here: no variable is known to be constant.
-        self.known.clear();
+        self.known = Default::default();
         let mut cond = Expr::Bool(true);
         let cond_pre = self.sub_block(|l| {
             if let Some(c) = cond_node {
@@ -257,7 +257,7 @@ impl<'u> Lowerer<'u> {
         });
         self.dead = false;
         // `continue` reaches the step from anywhere in the body.
-        self.known.clear();
+        self.known = Default::default();
         let step = self.sub_block(|l| {
             if let Some(u) = update {
                 l.expr(u);
@@ -281,7 +281,7 @@ impl<'u> Lowerer<'u> {
             }),
             node,
         );
-        self.known.clear();
+        self.known = Default::default();
     }
 
     /// `for (T x : {a, b, c}) body`: the body once per element (unrolled),
