@@ -315,13 +315,13 @@ pub fn lower_files(
                 }
                 covered += 1;
             }
-            // Instantiations past the cap: one complete lowering with every
-            // template argument symbolic covers them all (both arms of an `if
+            // Instantiations past the cap: one lowering with every template
+            // argument symbolic covers them all (both arms of an `if
             // constexpr` on them, sizes of unknown types as symbols), under
             // any of the launch sites' shapes when every instantiation has
             // a site (their facts hold for their own arguments only, so they
-            // are dropped).
-            // The search stops at its cap: more instantiations may exist.
+            // are dropped). The search for instantiations stops at its own
+            // cap too: then more may exist.
             let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {
                 let args = vec![None; def.template_params.len()];

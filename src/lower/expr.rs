@@ -2048,16 +2048,13 @@ impl<'u> Lowerer<'u> {
                         CellState::Holds(old @ (Value::Func(_) | Value::Choice(_))),
                         new @ (Value::Func(_) | Value::Choice(_)),
                     ) if compile_time => {
-                        let mut all: Vec<Rc<super::types::FuncRef>> = Vec::new();
-                        for v in [old, new] {
-                            match v {
-                                Value::Func(f) => all.push(f.clone()),
-                                Value::Choice(fs) => all.extend(fs.iter().cloned()),
-                                _ => {}
-                            }
-                        }
-                        let mut distinct: Vec<Rc<super::types::FuncRef>> = Vec::new();
-                        for f in all {
+                        let funcs = |v: &Value| match v {
+                            Value::Func(f) => vec![f.clone()],
+                            Value::Choice(fs) => fs.to_vec(),
+                            _ => Vec::new(),
+                        };
+                        let mut distinct = funcs(old);
+                        for f in funcs(new) {
                             if !distinct.contains(&f) {
                                 distinct.push(f);
                             }

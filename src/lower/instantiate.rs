@@ -617,8 +617,7 @@ impl Finder {
             // `k<<<grid, block, …>>>(…)`: the block operand.
             let block_operand = site
                 .call
-                .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
-                .and_then(|cfg| named_children(cfg).get(1).copied())
+                .and_then(|c| launch_config_operand(c, 1))
                 .filter(|_| target == self.kernel);
             // `launch(k<…>, config, …)`: the operands after the kernel.
             let wrapper = site.wrapper.filter(|_| target == self.kernel);
@@ -929,21 +928,12 @@ fn enclosing_function(node: Node) -> Option<Node> {
     None
 }
 
-/// The identifiers spelled `name` under `root`.
-fn identifiers_named<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
-    let mut out = Vec::new();
-    let mut cursor = root.walk();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if !frag.text.get(n.byte_range()).is_some_and(|t| t.contains(name)) {
-            continue;
-        }
-        if n.kind() == "identifier" && syntax::text(frag, n) == name {
-            out.push(n);
-        }
-        stack.extend(n.named_children(&mut cursor));
-    }
-    out
+/// Operand `i` of a launch's `<<<grid, block, …>>>`.
+fn launch_config_operand(call: Node, i: usize) -> Option<Node> {
+    named_children(call)
+        .into_iter()
+        .find(|n| n.kind() == "kernel_call_syntax")
+        .and_then(|cfg| named_children(cfg).get(i).copied())
 }
 
 /// The uses of `name` in every fragment of the unit, with their fragment.
@@ -1062,11 +1052,7 @@ impl<'u> Lowerer<'u> {
     ) -> (Option<Vec<LaunchShape>>, Option<Node<'u>>) {
         let frag = self.frag();
         if let (Some(b), Some(call)) = (block, call) {
-            let cfg = named_children(call)
-                .into_iter()
-                .find(|n| n.kind() == "kernel_call_syntax")
-                .and_then(|c| named_children(c).first().copied());
-            let grid = cfg.map(|g| self.scratch_expr(g));
+            let grid = launch_config_operand(call, 0).map(|g| self.scratch_expr(g));
             let v = self.scratch_expr(b);
             let args: Vec<super::Value> = call
                 .field("arguments")
@@ -1135,10 +1121,7 @@ impl<'u> Lowerer<'u> {
             None => {
                 let name = stored_in(frag, kernel)?;
                 let body = enclosing_function(kernel)?.field("body")?;
-                identifiers_named(frag, body, &name)
-                    .into_iter()
-                    .filter_map(operand_of)
-                    .collect()
+                uses(frag, body, &name).into_iter().filter_map(|u| u.wrapper).collect()
             }
         };
         let mut found: Vec<Option<Vec<LaunchShape>>> = Vec::new();
@@ -1226,10 +1209,7 @@ impl<'u> Lowerer<'u> {
             l.bind_call_operands(f, &values);
             let mut out = Vec::new();
             for u in uses(d.frag, body, &param) {
-                let block = u
-                    .call
-                    .and_then(|c| named_children(c).into_iter().find(|n| n.kind() == "kernel_call_syntax"))
-                    .and_then(|cfg| named_children(cfg).get(1).copied());
+                let block = u.call.and_then(|c| launch_config_operand(c, 1));
                 if block.is_none() && u.wrapper.is_none() {
                     continue;
                 }

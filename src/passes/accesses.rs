@@ -690,8 +690,8 @@ impl<'k> Exec<'k> {
                 }
             }
             // A trip count fixed by constants (`for (i = 0; i < 4; ++i)`):
-            // a phase whose advance differs only in the first iteration (a
-            // barrier under `if (i > 0)`) is exact in every iteration.
+            // a phase whose advance per iteration is a constant is exact in
+            // every iteration (`phase_by_iteration`).
             let escaped = self
                 .parked
                 .iter()
