@@ -38,6 +38,7 @@ use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, SymKind, UnOp};
 use crate::verdict::{ThreadWitness, Witness};
 
 mod participation;
+mod radix;
 mod watchdog;
 pub use participation::Goal;
 
@@ -370,6 +371,13 @@ pub struct Encoder<'a> {
     /// abstract pass abstracted any operation.
     pass: Pass,
     abstracted: bool,
+    /// Whether this pass states the mixed-radix lemmas; whether the
+    /// obligation has any.
+    lemmas: bool,
+    splits: bool,
+    /// Parameters that scale the obligation's offsets and appear nowhere
+    /// else in its accesses: strides (see [`Self::solve`]).
+    strides: Vec<u32>,
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
     /// the next pass (without wrap-around) tries them first, and uses them up.
     hints: Vec<(String, i128)>,
@@ -425,6 +433,9 @@ impl<'a> Encoder<'a> {
             uniform_leaves: Vec::new(),
             pass: Pass::Exact,
             abstracted: false,
+            lemmas: false,
+            splits: false,
+            strides: Vec::new(),
             hints: Vec::new(),
             ltid: [None, None],
             funcs: BTreeMap::new(),
@@ -466,6 +477,8 @@ impl<'a> Encoder<'a> {
         self.division_index.clear();
         self.uniform_leaves.clear();
         self.abstracted = false;
+        self.splits = false;
+        self.strides.clear();
         self.ltid = [None, None];
     }
 
@@ -952,6 +965,13 @@ impl<'a> Encoder<'a> {
                 let x = self.enc_int(a, inst);
                 let y = self.enc_int(b, inst);
                 let (ca, cb) = (a.as_int(), b.as_int());
+                // A factor with one possible value (a block extent the launch
+                // fixes) keeps a product linear.
+                let point = |this: &mut Self, t: &Term| this.interval(t).and_then(|(lo, hi)| (lo == hi).then_some(lo));
+                let (ca, cb) = match op {
+                    BinOp::Mul => (ca.or_else(|| point(self, a)), cb.or_else(|| point(self, b))),
+                    _ => (ca, cb),
+                };
                 if self.pass == Pass::Abstract && Self::is_hard(op, ca, cb, bits) {
                     return Dynamic::from_ast(&self.abstract_op(t, op, opty, x, y));
                 }
@@ -966,7 +986,11 @@ impl<'a> Encoder<'a> {
                         d(self.wrap(t, inst, r))
                     }
                     BinOp::Mul if ca.is_some() || cb.is_some() => {
-                        let r = Int::mul(&[x, y]);
+                        let r = match (ca, cb) {
+                            (Some(c), _) => Int::mul(&[int(c), y]),
+                            (_, Some(c)) => Int::mul(&[x, int(c)]),
+                            _ => unreachable!("one factor is constant"),
+                        };
                         d(self.wrap(t, inst, r))
                     }
                     BinOp::Mul => {
@@ -1149,6 +1173,7 @@ impl<'a> Encoder<'a> {
         }
         let zero = int(0);
         match op {
+            BinOp::Mul => self.sign_lemmas(&x, &y, &v),
             // Halving and quotients of non-negative values do not grow.
             BinOp::Div => self
                 .defs
@@ -1249,7 +1274,19 @@ impl<'a> Encoder<'a> {
                 self.defs.push(p.le(lin(xl, yh, c4)));
             }
         }
-        // Sign and magnitude lemmas (as incremental linearisation starts).
+        self.sign_lemmas(&x, &y, &p);
+        self.products.push(Product {
+            x,
+            y,
+            p: p.clone(),
+            exact: false,
+        });
+        p
+    }
+
+    /// Sign and magnitude facts of `p = x * y` (as incremental
+    /// linearisation starts).
+    fn sign_lemmas(&mut self, x: &Int, y: &Int, p: &Int) {
         let zero = int(0);
         let one = int(1);
         let (xp, xn, yp, yn) = (x.ge(&zero), x.le(&zero), y.ge(&zero), y.le(&zero));
@@ -1259,24 +1296,17 @@ impl<'a> Encoder<'a> {
             .push(Bool::and(&[xn.clone(), yn.clone()]).implies(p.ge(&zero)));
         self.defs.push(Bool::and(&[xp.clone(), yn]).implies(p.le(&zero)));
         self.defs.push(Bool::and(&[xn, yp.clone()]).implies(p.le(&zero)));
-        self.defs.push(Bool::and(&[x.ge(&one), yp]).implies(p.ge(&y)));
-        self.defs.push(Bool::and(&[y.ge(&one), xp]).implies(p.ge(&x)));
-        if ast_id(&x) == ast_id(&y) {
+        self.defs.push(Bool::and(&[x.ge(&one), yp]).implies(p.ge(y)));
+        self.defs.push(Bool::and(&[y.ge(&one), xp]).implies(p.ge(x)));
+        if ast_id(x) == ast_id(y) {
             self.defs.push(p.ge(&zero));
-            self.defs.push(p.ge(&x));
+            self.defs.push(p.ge(x));
             self.defs.push(p.ge(x.unary_minus()));
         }
         self.defs
             .push(Bool::or(&[x.eq(int(0)), y.eq(int(0))]).implies(p.eq(int(0))));
-        self.defs.push(x.eq(int(1)).implies(p.eq(&y)));
-        self.defs.push(y.eq(int(1)).implies(p.eq(&x)));
-        self.products.push(Product {
-            x,
-            y,
-            p: p.clone(),
-            exact: false,
-        });
-        p
+        self.defs.push(x.eq(int(1)).implies(p.eq(y)));
+        self.defs.push(y.eq(int(1)).implies(p.eq(x)));
     }
 
     /// C division by a non-constant divisor: fresh quotient and remainder with
@@ -1481,6 +1511,24 @@ impl<'a> Encoder<'a> {
                 // Refinement within boxes of growing size (fixed
                 // dimensions, a block of 256, can leave the smallest empty),
                 // then with the leaves pinned to this model's values.
+                // Strides of zero: the parameters that only scale offsets
+                // are 0, so rows, planes and steps collapse onto one another
+                // (a race of arbitrary strides needs no more).
+                if !self.strides.is_empty() {
+                    let names: Vec<String> = self.strides.iter().map(|i| format!("param{i}")).collect();
+                    let zero: Vec<Bool> = self
+                        .uniform_leaves
+                        .iter()
+                        .filter(|v| names.contains(&v.to_string()))
+                        .map(|v| v.eq(int(0)))
+                        .collect();
+                    if let Some(found) = self.pinned_to(solver, &zero, until) {
+                        if debug {
+                            eprintln!("  zero strides: sat at {:?}", started.elapsed());
+                        }
+                        return (SatResult::Sat, Some(found));
+                    }
+                }
                 for (lo, hi) in [(-8, 64), (-256, 4096)] {
                     let small: Vec<Bool> = self
                         .uniform_leaves
@@ -1920,16 +1968,24 @@ impl<'a> Encoder<'a> {
             // when `x = y`. Linear, where the byte offsets multiply two
             // unknowns (the size of a type parameter).
             Some((x, y)) => {
-                let x = self.enc_int(&x, 0);
-                let y = self.enc_int(&y, 1);
-                x.eq(&y)
+                let (ex, ey) = (self.enc_int(&x, 0), self.enc_int(&y, 1));
+                let lemmas = self.radix_lemmas(&x, &y, ex.eq(&ey));
+                self.use_lemmas(lemmas, &mut side);
+                ex.eq(&ey)
             }
             None => {
                 let w0 = self.enc_int(&a.width, 0);
                 let w1 = self.enc_int(&b.width, 1);
-                Bool::and(&[o0.lt(Int::add(&[o1.clone(), w1])), o1.lt(Int::add(&[o0.clone(), w0]))])
+                let overlap = Bool::and(&[o0.lt(Int::add(&[o1.clone(), w1])), o1.lt(Int::add(&[o0.clone(), w0]))]);
+                let mut lemmas = self.radix_lemmas(&a.offset, &b.offset, o0.eq(&o1));
+                if !lemmas.is_empty() {
+                    lemmas.extend(self.overlap_is_equality(&a.offset, &b.offset, [&a.width, &b.width], &overlap));
+                }
+                self.use_lemmas(lemmas, &mut side);
+                overlap
             }
         };
+        self.strides = strides([&a.offset, &b.offset], [&a.pc, &b.pc]);
         let ph0 = [
             self.enc_int(&a.phase.block, 0),
             self.enc_int(&a.phase.warp, 0),
@@ -1952,6 +2008,15 @@ impl<'a> Encoder<'a> {
             shared,
         );
         (Bool::and(&[pc0, pc1, u]), side)
+    }
+
+    /// Adds mixed-radix `lemmas` to `side` in the pass that wants them,
+    /// and notes whether there were any (see [`Self::in_passes`]).
+    fn use_lemmas(&mut self, lemmas: Vec<Bool>, side: &mut Vec<Bool>) {
+        self.splits |= !lemmas.is_empty();
+        if self.lemmas {
+            side.extend(lemmas);
+        }
     }
 
     /// The element indices `(x, y)` of two accesses at offsets `x*f` and
@@ -2045,6 +2110,20 @@ impl<'a> Encoder<'a> {
         // is worth a second, longer try.
         if matches!(first, Outcome::Unsat) || (!self.abstracted && !matches!(first, Outcome::Unknown(_))) {
             return first;
+        }
+        // Offsets that split by a common factor: the abstract pass again,
+        // with the mixed-radix lemmas (`radix`). A pass of its own: its
+        // models, different, would steer the witness search that follows
+        // the abstract pass's model.
+        if self.splits {
+            let hints = self.hints.clone();
+            self.lemmas = true;
+            let second = pass(self, Pass::Abstract, (full / 8).max(work_for_ms(50)));
+            self.lemmas = false;
+            self.hints = hints;
+            if matches!(second, Outcome::Unsat) {
+                return second;
+            }
         }
         let unwrapped = pass(self, Pass::Unwrapped, (full / 8).max(work_for_ms(50)));
         if matches!(unwrapped, Outcome::Sat { .. }) {
@@ -2355,6 +2434,44 @@ fn check_model(solver: &Solver, until: Work, clock: Clock) -> (SatResult, Option
     }
     let r = check_until(solver, until, clock);
     (r, if r == SatResult::Sat { solver.get_model() } else { None })
+}
+
+/// The parameters that are a factor of a product (through conversions) in
+/// `offsets` and that `guards` do not mention.
+fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
+    fn factors(t: &Term, seen: &mut HashSet<u32>, out: &mut Vec<u32>) {
+        if !seen.insert(t.id) {
+            return;
+        }
+        if let TermKind::Binary(BinOp::Mul, _, a, b) = &t.kind {
+            for f in [a, b] {
+                let mut f = f;
+                while let TermKind::Cast(inner) = &f.kind {
+                    f = inner;
+                }
+                if let TermKind::Param(i) = f.kind {
+                    if !out.contains(&i) {
+                        out.push(i);
+                    }
+                }
+            }
+        }
+        for c in t.children() {
+            factors(c, seen, out);
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for t in offsets {
+        factors(t, &mut seen, &mut out);
+    }
+    out.retain(|&i| {
+        let mut param = |k: &TermKind| matches!(k, TermKind::Param(j) if *j == i);
+        !guards
+            .iter()
+            .any(|g| crate::ir::term::mentions(g, &mut param, &mut HashSet::new()))
+    });
+    out
 }
 
 /// Checks `solver` with the work left until `until`, within `clock`'s
