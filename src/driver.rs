@@ -260,13 +260,11 @@ pub fn lower_files(
             if determined.get(&site) == Some(&true) {
                 continue;
             }
-            let (tuples, launches) = {
-                let (tuples, launches) = lower::instantiate::kernel_uses(&unit, &index, &options.lower, def.decl);
-                if def.template_params.is_empty() {
-                    (vec![Vec::new()], launches)
-                } else {
-                    (tuples, launches)
-                }
+            let uses = lower::instantiate::kernel_uses(&unit, &index, &options.lower, def.decl);
+            let (tuples, launches) = if def.template_params.is_empty() {
+                (vec![Vec::new()], uses.launches)
+            } else {
+                (uses.tuples, uses.launches)
             };
             let fully = def.template_params.is_empty()
                 || tuples
@@ -338,10 +336,15 @@ pub fn lower_files(
                     }
                     (!site.blocks.is_empty()).then_some(all)
                 });
-                // An instantiation no site launches, or one past the search's
-                // cap (it may come from a site never examined), may run with
-                // any shape.
-                let shapes = shapes.filter(|_| !more && tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)));
+                // An instantiation no site launches may run with any shape;
+                // past the search's cap, instantiations launch with the
+                // shapes of every site as their templates' unknown
+                // parameters allow.
+                let shapes = if more {
+                    uses.every_site.clone()
+                } else {
+                    shapes.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
+                };
                 // Only a lowering as complete as the ones checked covers
                 // them: each construct it could not model is one they could
                 // not either (and is reported with them); one that is less

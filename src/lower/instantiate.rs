@@ -35,7 +35,7 @@ pub type Tuple = Vec<Option<TArg>>;
 /// The distinct template argument tuples of a kernel in this unit, the most
 /// determined first.
 pub fn kernel_instantiations(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<Tuple> {
-    kernel_uses(unit, index, config, kernel).0
+    kernel_uses(unit, index, config, kernel).tuples
 }
 
 /// A launch `k<…><<<grid, block, …>>>(…)` of a kernel: its template
@@ -84,11 +84,24 @@ const MAX_SITE_SHAPES: usize = 8;
 
 /// The launches of a kernel in this unit (template or not).
 pub fn kernel_launches(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> Vec<LaunchSite> {
-    kernel_uses(unit, index, config, kernel).1
+    kernel_uses(unit, index, config, kernel).launches
+}
+
+/// What a kernel's uses say about it.
+pub struct KernelUses {
+    /// Template argument tuples found (at most [`MAX_TUPLES`]).
+    pub tuples: Vec<Tuple>,
+    /// Launch sites, one per site and tuple.
+    pub launches: Vec<LaunchSite>,
+    /// The block shapes of every launch site, each evaluated with its
+    /// enclosing template's parameters unknown (launch facts dropped): what
+    /// any instantiation launches with, those the search for tuples never
+    /// reached included. `None` when no site launches the kernel.
+    pub every_site: Option<Vec<LaunchShape>>,
 }
 
 /// Template argument tuples and launch sites of a kernel.
-pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> (Vec<Tuple>, Vec<LaunchSite>) {
+pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> KernelUses {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
     let mut finder = Finder {
@@ -114,7 +127,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     }
     tuples.sort_by_key(|t| std::cmp::Reverse(t.iter().filter(|a| a.is_some()).count()));
     let mut launches: Vec<LaunchSite> = Vec::new();
-    for (t, block) in finder.launches {
+    for (t, block) in std::mem::take(&mut finder.launches) {
         let tuple: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
         let site = LaunchSite {
             tuple,
@@ -125,7 +138,12 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
             launches.push(site);
         }
     }
-    (tuples, launches)
+    let every_site = finder.shapes_at_every_site(&mut l);
+    KernelUses {
+        tuples,
+        launches,
+        every_site,
+    }
 }
 
 /// The block shapes of a launch's block operand: an integer or a `dim3`,
@@ -614,90 +632,8 @@ impl Finder {
                 // parameters stay unresolved and give undetermined arguments.
                 envs.push(TemplateEnv::new());
             }
-            // `k<<<grid, block, …>>>(…)`: the block operand.
-            let block_operand = site
-                .call
-                .and_then(|c| launch_config_operand(c, 1))
-                .filter(|_| target == self.kernel);
-            // `launch(k<…>, config, …)`: the operands after the kernel.
-            let wrapper = site.wrapper.filter(|_| target == self.kernel);
             for env in envs {
-                let ctx = Ctx {
-                    frag,
-                    scope,
-                    tenv: Rc::new(env),
-                    class: None,
-                };
-                let mut block = None;
-                let mut launched = block_operand.is_some();
-                // The syntax that gives the block shape.
-                let mut block_node: Option<Node<'u>> = block_operand;
-                let tuple = l.in_ctx(ctx, |l2| {
-                    l2.blocks.push(Vec::new());
-                    if let Some(f) = enclosing {
-                        l2.bind_host_params(f);
-                    }
-                    let asserted =
-                        l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
-                    let asserted: Vec<super::Value> = asserted
-                        .iter()
-                        .filter_map(|f| {
-                            let v = l2.host_fact(*f);
-                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
-                                let text: Vec<&str> = f.nodes().iter().map(|n| syntax::text(frag, *n)).collect();
-                                eprintln!("host fact {text:?} = {v:?}");
-                            }
-                            v
-                        })
-                        .collect();
-                    let explicit = match site.args {
-                        Some(a) => l2.template_args(a),
-                        None => Vec::new(),
-                    };
-                    let tuple = match site.call {
-                        Some(call) => {
-                            let operands = l2.operands(call.field("arguments"));
-                            l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
-                        }
-                        None => explicit,
-                    };
-                    if block_operand.is_some() || wrapper.is_some() {
-                        let (shapes, node) = l2.launch_at(site.call, block_operand, wrapper, &asserted);
-                        block = shapes;
-                        block_node = node;
-                        if let Some((call, _)) = wrapper {
-                            launched = block.is_some() || is_launcher(frag, call);
-                        }
-                    }
-                    // Not launched here: through a function pointer, by a
-                    // host function that launches its parameter.
-                    if block.is_none() && block_operand.is_none() && target == self.kernel {
-                        if let Some(shapes) = l2.pointer_launches(site.node, site.wrapper) {
-                            launched = true;
-                            block = shapes;
-                        }
-                    }
-                    l2.blocks.pop();
-                    tuple
-                });
-                // A shape the launching function receives as a parameter:
-                // the shapes its callers pass.
-                let undetermined = block
-                    .as_ref()
-                    .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
-                if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
-                    let position = (node.kind() == "identifier")
-                        .then(|| {
-                            let name = syntax::text(frag, node);
-                            kernel_param_names(l.index, f).iter().position(|p| p == name)
-                        })
-                        .flatten();
-                    if let Some(at) = position {
-                        if let Some(shapes) = self.caller_blocks(l, f, at, depth) {
-                            block = Some(shapes);
-                        }
-                    }
-                }
+                let (tuple, launched, block) = self.site_launch(l, frag, &site, enclosing, scope, env, target, depth);
                 if launched {
                     self.launches.push((tuple.clone(), block));
                 }
@@ -743,6 +679,141 @@ impl Finder {
             }
         }
         out
+    }
+
+    /// See [`KernelUses::every_site`]. A shape the launching function
+    /// receives as a parameter is not followed to its callers (their
+    /// instantiations may be past the search too): its extents are unknown.
+    fn shapes_at_every_site<'u>(&mut self, l: &mut Lowerer<'u>) -> Option<Vec<LaunchShape>> {
+        let name = l.index.decl(self.kernel).name.clone();
+        let mut out: Vec<LaunchShape> = Vec::new();
+        for (frag, site) in unit_uses(l, &name) {
+            let (enclosing, scope) = self.enclosing(l, site.node);
+            let (_, launched, block) = self.site_launch(
+                l,
+                frag,
+                &site,
+                enclosing,
+                scope,
+                TemplateEnv::new(),
+                self.kernel,
+                MAX_DEPTH,
+            );
+            if !launched {
+                continue;
+            }
+            for shape in block.unwrap_or_else(|| vec![LaunchShape::symbolic()]) {
+                let shape = LaunchShape {
+                    facts: Vec::new(),
+                    ..shape
+                };
+                if !out.contains(&shape) {
+                    out.push(shape);
+                }
+            }
+        }
+        Some(out).filter(|o| !o.is_empty())
+    }
+
+    /// One use of `target` (`site`, in `frag`, inside `enclosing` at
+    /// `scope`) evaluated under the enclosing template's environment `env`:
+    /// the template arguments it names, whether it launches the kernel, and
+    /// the block shapes it launches with (`None`: not determined at all).
+    #[allow(clippy::too_many_arguments)]
+    fn site_launch<'u>(
+        &mut self,
+        l: &mut Lowerer<'u>,
+        frag: &'u Fragment,
+        site: &Use<'u>,
+        enclosing: Option<DeclId>,
+        scope: super::ScopeId,
+        env: TemplateEnv,
+        target: DeclId,
+        depth: u32,
+    ) -> (Vec<TArg>, bool, Option<Vec<LaunchShape>>) {
+        // `k<<<grid, block, …>>>(…)`: the block operand.
+        let block_operand = site
+            .call
+            .and_then(|c| launch_config_operand(c, 1))
+            .filter(|_| target == self.kernel);
+        // `launch(k<…>, config, …)`: the operands after the kernel.
+        let wrapper = site.wrapper.filter(|_| target == self.kernel);
+        let ctx = Ctx {
+            frag,
+            scope,
+            tenv: Rc::new(env),
+            class: None,
+        };
+        let mut block = None;
+        let mut launched = block_operand.is_some();
+        // The syntax that gives the block shape.
+        let mut block_node: Option<Node<'u>> = block_operand;
+        let tuple = l.in_ctx(ctx, |l2| {
+            l2.blocks.push(Vec::new());
+            if let Some(f) = enclosing {
+                l2.bind_host_params(f);
+            }
+            let asserted = l2.bind_preceding_constants(site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node));
+            let asserted: Vec<super::Value> = asserted
+                .iter()
+                .filter_map(|f| {
+                    let v = l2.host_fact(*f);
+                    if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                        let text: Vec<&str> = f.nodes().iter().map(|n| syntax::text(frag, *n)).collect();
+                        eprintln!("host fact {text:?} = {v:?}");
+                    }
+                    v
+                })
+                .collect();
+            let explicit = match site.args {
+                Some(a) => l2.template_args(a),
+                None => Vec::new(),
+            };
+            let tuple = match site.call {
+                Some(call) => {
+                    let operands = l2.operands(call.field("arguments"));
+                    l2.deduced_tuple(target, &explicit, &operands).unwrap_or(explicit)
+                }
+                None => explicit,
+            };
+            if block_operand.is_some() || wrapper.is_some() {
+                let (shapes, node) = l2.launch_at(site.call, block_operand, wrapper, &asserted);
+                block = shapes;
+                block_node = node;
+                if let Some((call, _)) = wrapper {
+                    launched = block.is_some() || is_launcher(frag, call);
+                }
+            }
+            // Not launched here: through a function pointer, by a
+            // host function that launches its parameter.
+            if block.is_none() && block_operand.is_none() && target == self.kernel {
+                if let Some(shapes) = l2.pointer_launches(site.node, site.wrapper) {
+                    launched = true;
+                    block = shapes;
+                }
+            }
+            l2.blocks.pop();
+            tuple
+        });
+        // A shape the launching function receives as a parameter:
+        // the shapes its callers pass.
+        let undetermined = block
+            .as_ref()
+            .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
+        if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
+            let position = (node.kind() == "identifier")
+                .then(|| {
+                    let name = syntax::text(frag, node);
+                    kernel_param_names(l.index, f).iter().position(|p| p == name)
+                })
+                .flatten();
+            if let Some(at) = position {
+                if let Some(shapes) = self.caller_blocks(l, f, at, depth) {
+                    block = Some(shapes);
+                }
+            }
+        }
+        (tuple, launched, block)
     }
 
     /// The block shapes the callers of host function `f` pass as its

@@ -2180,6 +2180,11 @@ impl<'a> Encoder<'a> {
             (SatResult::Sat, Some(_)) if self.pass == Pass::Abstract && self.abstracted => {
                 Outcome::Unknown("an abstraction's model".into())
             }
+            // A witness is only what the query's model shows: one that does
+            // not satisfy the query proves nothing.
+            (SatResult::Sat, Some(m)) if !satisfies(&m, facts.iter().chain([goal])) => {
+                Outcome::Unknown("the solver's model does not satisfy the query".into())
+            }
             (SatResult::Sat, Some(m)) => {
                 let mut witness = witness(self, &m);
                 // Say when the conflict needs a value past its type's range
@@ -2424,13 +2429,25 @@ fn check_model(solver: &Solver, until: Work, clock: Clock) -> (SatResult, Option
         .and_then(&z3::Tactic::new("solve-eqs"))
         .and_then(&z3::Tactic::new("smt"))
         .solver();
-    for a in solver.get_assertions() {
-        core.assert(&a);
+    let assertions = solver.get_assertions();
+    for a in &assertions {
+        core.assert(a);
     }
     let now = work_done();
     let r = check_until(&core, now + until.saturating_sub(now) / 2, clock);
-    if r != SatResult::Unknown {
-        return (r, if r == SatResult::Sat { core.get_model() } else { None });
+    match r {
+        SatResult::Unsat => return (r, None),
+        // The tactic's models can miss what its simplification removed:
+        // only one that satisfies every assertion is taken.
+        SatResult::Sat => {
+            if let Some(m) = core.get_model().filter(|m| satisfies(m, assertions.iter())) {
+                return (r, Some(m));
+            }
+            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                eprintln!("  the simplifying solver's model does not satisfy the query");
+            }
+        }
+        SatResult::Unknown => {}
     }
     let r = check_until(solver, until, clock);
     (r, if r == SatResult::Sat { solver.get_model() } else { None })
@@ -2472,6 +2489,12 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
             .any(|g| crate::ir::term::mentions(g, &mut param, &mut HashSet::new()))
     });
     out
+}
+
+/// Whether `m` makes every one of `facts` true (completing it where it
+/// says nothing).
+fn satisfies<'f>(m: &z3::Model, mut facts: impl Iterator<Item = &'f Bool>) -> bool {
+    facts.all(|f| m.eval(f, true).and_then(|v| v.as_bool()) == Some(true))
 }
 
 /// Checks `solver` with the work left until `until`, within `clock`'s
