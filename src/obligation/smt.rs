@@ -255,6 +255,15 @@ struct Product {
     exact: bool,
 }
 
+/// An abstract division's operands and results (see
+/// `Encoder::quotient_and_rest`).
+struct DivMod {
+    x: Int,
+    y: Int,
+    q: Option<Int>,
+    r: Option<Int>,
+}
+
 /// `q = x / y`, `r = x % y` (C semantics) for a non-constant divisor.
 struct Division {
     x: Int,
@@ -375,6 +384,8 @@ pub struct Encoder<'a> {
     /// obligation has any.
     lemmas: bool,
     splits: bool,
+    /// Abstract quotients and remainders by their operands.
+    divmods: HashMap<(usize, usize), DivMod>,
     /// Parameters that scale the obligation's offsets and appear nowhere
     /// else in its accesses: strides (see [`Self::solve`]).
     strides: Vec<u32>,
@@ -436,6 +447,7 @@ impl<'a> Encoder<'a> {
             lemmas: false,
             splits: false,
             strides: Vec::new(),
+            divmods: HashMap::new(),
             hints: Vec::new(),
             ltid: [None, None],
             funcs: BTreeMap::new(),
@@ -479,6 +491,7 @@ impl<'a> Encoder<'a> {
         self.abstracted = false;
         self.splits = false;
         self.strides.clear();
+        self.divmods.clear();
         self.ltid = [None, None];
     }
 
@@ -1171,6 +1184,9 @@ impl<'a> Encoder<'a> {
             self.defs.push(v.ge(int(lo)));
             self.defs.push(v.le(int(hi)));
         }
+        if matches!(op, BinOp::Div | BinOp::Rem) {
+            self.quotient_and_rest(op, &x, &y, &v);
+        }
         let zero = int(0);
         match op {
             BinOp::Mul => self.sign_lemmas(&x, &y, &v),
@@ -1187,6 +1203,40 @@ impl<'a> Encoder<'a> {
             _ => {}
         }
         v
+    }
+
+    /// Notes an abstract quotient or remainder `v` of `x` by `y`. Once both
+    /// of one division are known, dividends with equal quotients and
+    /// remainders by one non-zero divisor are equal (`x = q*y + r`): the
+    /// step back from indices to the thread that split them (`i / n`,
+    /// `i % n`), which uninterpreted division cannot take.
+    fn quotient_and_rest(&mut self, op: BinOp, x: &Int, y: &Int, v: &Int) {
+        let key = (ast_id(x), ast_id(y));
+        let entry = self.divmods.entry(key).or_insert_with(|| DivMod {
+            x: x.clone(),
+            y: y.clone(),
+            q: None,
+            r: None,
+        });
+        let slot = if op == BinOp::Div { &mut entry.q } else { &mut entry.r };
+        if slot.is_some() {
+            return;
+        }
+        *slot = Some(v.clone());
+        let (Some(q), Some(r)) = (entry.q.clone(), entry.r.clone()) else {
+            return;
+        };
+        let (x, y) = (entry.x.clone(), entry.y.clone());
+        let others: Vec<(Int, Int, Int, Int)> = self
+            .divmods
+            .iter()
+            .filter(|(k, _)| **k != key)
+            .filter_map(|(_, d)| Some((d.x.clone(), d.y.clone(), d.q.clone()?, d.r.clone()?)))
+            .collect();
+        for (x1, y1, q1, r1) in others {
+            let same = Bool::and(&[y.eq(int(0)).not(), y.eq(&y1), q.eq(&q1), r.eq(&r1)]);
+            self.defs.push(same.implies(x.eq(&x1)));
+        }
     }
 
     /// C division and remainder by a non-zero constant.

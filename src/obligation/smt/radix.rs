@@ -22,11 +22,86 @@ const MAX_FACTORS: usize = 4;
 /// Lemmas per pair of offsets.
 const MAX_LEMMAS: usize = 16;
 
-/// `coef * term` (`None`: the constant 1), one additive part of a sum.
+/// One additive part of a sum: `coef * base`, where `base` is the value of
+/// `term` when there is one (`scale` times the product of `factors`, given
+/// the conversions in `fits` keep their values), else the product of
+/// `factors` (1 when there are none).
 #[derive(Clone)]
 struct Monomial {
     coef: i128,
     term: Option<Term>,
+    scale: i128,
+    /// Non-constant factors, by id.
+    factors: Vec<Term>,
+    fits: Vec<Term>,
+}
+
+impl Monomial {
+    fn constant(coef: i128) -> Monomial {
+        Monomial {
+            coef,
+            term: None,
+            scale: 1,
+            factors: Vec::new(),
+            fits: Vec::new(),
+        }
+    }
+
+    /// `coef * t`, with `t`'s product at its top taken apart.
+    fn of(t: &Term, coef: i128) -> Monomial {
+        let (mut scale, mut factors, mut fits) = (1, Vec::new(), Vec::new());
+        if product_factors(t, &mut scale, &mut factors, &mut fits).is_none() {
+            (scale, factors, fits) = (1, vec![t.clone()], Vec::new());
+        }
+        factors.sort_by_key(|f| f.id);
+        Monomial {
+            coef,
+            term: Some(t.clone()),
+            scale,
+            factors,
+            fits,
+        }
+    }
+
+    /// `self / f` when `f` is one of its factors: the coefficient takes the
+    /// scale, and one occurrence of `f` goes.
+    fn divided_by(&self, f: &Term) -> Option<Monomial> {
+        let at = self.factors.iter().position(|x| x.id == f.id)?;
+        let mut factors = self.factors.clone();
+        factors.remove(at);
+        Some(Monomial {
+            coef: self.coef.checked_mul(self.scale)?,
+            term: (factors.len() == 1).then(|| factors[0].clone()),
+            scale: 1,
+            factors,
+            fits: Vec::new(),
+        })
+    }
+}
+
+/// Takes `t` apart as `scale * Π factors` through signed products (by a
+/// constant or not), shifts by a constant and integer conversions (which
+/// go to `fits`).
+fn product_factors(t: &Term, scale: &mut i128, factors: &mut Vec<Term>, fits: &mut Vec<Term>) -> Option<()> {
+    let signed = |ty: &ScalarTy| matches!(ty, ScalarTy::Int { signed: true, .. });
+    match &t.kind {
+        TermKind::Int(v) => *scale = scale.checked_mul(*v)?,
+        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => {
+            fits.push(t.clone());
+            product_factors(a, scale, factors, fits)?;
+        }
+        TermKind::Binary(BinOp::Mul, opty, a, b) if signed(opty) && t.ty == *opty => {
+            product_factors(a, scale, factors, fits)?;
+            product_factors(b, scale, factors, fits)?;
+        }
+        TermKind::Binary(BinOp::Shl, opty, a, b) if signed(opty) && t.ty == *opty => {
+            let c = b.as_int().filter(|c| (0..62).contains(c))?;
+            *scale = scale.checked_mul(1 << c)?;
+            product_factors(a, scale, factors, fits)?;
+        }
+        _ => factors.push(t.clone()),
+    }
+    Some(())
 }
 
 /// A term as a sum of monomials, valid under `fits`: conversions passed
@@ -51,10 +126,7 @@ impl Sum {
     fn add(&mut self, t: &Term, coef: i128) -> Option<()> {
         let signed = |ty: &ScalarTy| matches!(ty, ScalarTy::Int { signed: true, .. });
         match &t.kind {
-            TermKind::Int(v) => self.monos.push(Monomial {
-                coef: coef.checked_mul(*v)?,
-                term: None,
-            }),
+            TermKind::Int(v) => self.monos.push(Monomial::constant(coef.checked_mul(*v)?)),
             TermKind::Binary(op @ (BinOp::Add | BinOp::Sub), opty, a, b) if signed(opty) && t.ty == *opty => {
                 self.add(a, coef)?;
                 self.add(b, if *op == BinOp::Sub { coef.checked_neg()? } else { coef })?;
@@ -72,10 +144,7 @@ impl Sum {
                 self.fits.push(t.clone());
                 self.add(a, coef)?;
             }
-            _ => self.monos.push(Monomial {
-                coef,
-                term: Some(t.clone()),
-            }),
+            _ => self.monos.push(Monomial::of(t, coef)),
         }
         Some(())
     }
@@ -87,70 +156,6 @@ fn constant<'t>(a: &'t Term, b: &'t Term) -> Option<(i128, &'t Term)> {
         (_, Some(c)) => Some((c, a)),
         (Some(c), _) => Some((c, b)),
         _ => None,
-    }
-}
-
-/// `t / f` as `(c, q)` with `t = c * q * f` (`q` `None`: 1), when `f` is a
-/// factor of `t`'s product at its top; the conversions passed go to `fits`.
-fn quotient(t: &Term, f: &Term, fits: &mut Vec<Term>) -> Option<(i128, Option<Term>)> {
-    if t.id == f.id {
-        return Some((1, None));
-    }
-    let signed = |ty: &ScalarTy| matches!(ty, ScalarTy::Int { signed: true, .. });
-    match &t.kind {
-        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => {
-            fits.push(t.clone());
-            quotient(a, f, fits)
-        }
-        TermKind::Binary(BinOp::Mul, opty, a, b) if signed(opty) && t.ty == *opty => {
-            if let Some((c, v)) = constant(a, b) {
-                let (d, q) = quotient(v, f, fits)?;
-                return Some((c.checked_mul(d)?, q));
-            }
-            for (x, y) in [(a, b), (b, a)] {
-                let mut more = Vec::new();
-                if let Some((c, None)) = quotient(y, f, &mut more) {
-                    fits.append(&mut more);
-                    return Some((c, Some(x.clone())));
-                }
-            }
-            None
-        }
-        TermKind::Binary(BinOp::Shl, opty, a, b) if signed(opty) && t.ty == *opty => {
-            let c = b.as_int().filter(|c| (0..62).contains(c))?;
-            let (d, q) = quotient(a, f, fits)?;
-            Some((d.checked_mul(1 << c)?, q))
-        }
-        _ => None,
-    }
-}
-
-/// The non-constant factors of `t`'s product at its top, with the terms
-/// under their conversions and constant multiples (a factor `(long)(n * 4)`
-/// offers `n * 4` and `n` too).
-fn factors(t: &Term, out: &mut Vec<Term>) {
-    let push = |x: &Term, out: &mut Vec<Term>| {
-        if !out.iter().any(|o| o.id == x.id) {
-            out.push(x.clone());
-        }
-    };
-    match &t.kind {
-        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => {
-            push(a, out);
-            factors(a, out);
-        }
-        TermKind::Binary(BinOp::Mul | BinOp::Shl, opty, a, b) if opty.is_int() && t.ty == *opty => {
-            if let Some((_, v)) = constant(a, b) {
-                push(v, out);
-                factors(v, out);
-                return;
-            }
-            for x in [a, b] {
-                push(x, out);
-                factors(x, out);
-            }
-        }
-        _ => {}
     }
 }
 
@@ -202,38 +207,30 @@ impl Encoder<'_> {
         if depth == 0 || out.len() >= MAX_LEMMAS {
             return;
         }
-        // Factors dividing a part of both sums, most shared first.
+        // Factors alike in both threads (launch values and parameters)
+        // dividing a part of both sums, most shared first.
+        let per_thread = |k: &TermKind| {
+            matches!(
+                k,
+                TermKind::Symbol(_) | TermKind::Builtin(Builtin::ThreadIdx(_) | Builtin::BlockIdx(_))
+            )
+        };
         let mut candidates: Vec<(usize, Term)> = Vec::new();
-        let mut seen = Vec::new();
-        for m in sums.iter().flat_map(|s| &s.monos) {
-            if let Some(t) = &m.term {
-                factors(t, &mut seen);
-            }
-        }
-        for f in seen {
-            // A factor alike in both threads: launch values and parameters.
-            let per_thread = |k: &TermKind| {
-                matches!(
-                    k,
-                    TermKind::Symbol(_) | TermKind::Builtin(Builtin::ThreadIdx(_) | Builtin::BlockIdx(_))
-                )
-            };
-            if f.as_int().is_some() || crate::ir::term::mentions(&f, &mut { per_thread }, &mut HashSet::new()) {
+        for f in sums.iter().flat_map(|s| &s.monos).flat_map(|m| &m.factors) {
+            if candidates.iter().any(|(_, c)| c.id == f.id)
+                || crate::ir::term::mentions(f, &mut { per_thread }, &mut HashSet::new())
+            {
                 continue;
             }
             let divides = |s: &Sum| {
                 s.monos
                     .iter()
-                    .filter(|m| {
-                        m.term
-                            .as_ref()
-                            .is_some_and(|t| quotient(t, &f, &mut Vec::new()).is_some())
-                    })
+                    .filter(|m| m.factors.iter().any(|x| x.id == f.id))
                     .count()
             };
             let (d0, d1) = (divides(&sums[0]), divides(&sums[1]));
             if d0 > 0 && d1 > 0 {
-                candidates.push((d0 + d1, f));
+                candidates.push((d0 + d1, f.clone()));
             }
         }
         candidates.sort_by_key(|(n, f)| (std::cmp::Reverse(*n), f.id));
@@ -254,12 +251,10 @@ impl Encoder<'_> {
             let (mut high, mut low) = (Sum::default(), Sum::default());
             high.fits = s.fits.clone();
             for m in &s.monos {
-                let mut fits = Vec::new();
-                match m.term.as_ref().and_then(|t| quotient(t, f, &mut fits)) {
-                    Some((c, q)) => {
-                        let Some(coef) = m.coef.checked_mul(c) else { return };
-                        high.fits.append(&mut fits);
-                        high.monos.push(Monomial { coef, term: q });
+                match m.divided_by(f) {
+                    Some(q) => {
+                        high.fits.extend(m.fits.iter().cloned());
+                        high.monos.push(q);
                     }
                     None => low.monos.push(m.clone()),
                 }
@@ -291,7 +286,8 @@ impl Encoder<'_> {
         if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
             eprintln!("radix depth {depth} by #{}: {}", f.id, out.last().unwrap());
         }
-        // The quotients, as sums of their own, and the rests split again.
+        // The quotients, as sums of their own (a quotient that is a term
+        // is taken apart again), and the rests split again.
         let requotient = |(high, _): &(Sum, Sum)| {
             let mut s = Sum::default();
             for m in &high.monos {
@@ -299,7 +295,7 @@ impl Encoder<'_> {
                     Some(t) => s.add(t, m.coef / c)?,
                     None => s.monos.push(Monomial {
                         coef: m.coef / c,
-                        term: None,
+                        ..m.clone()
                     }),
                 }
             }
@@ -314,13 +310,24 @@ impl Encoder<'_> {
         }
     }
 
-    /// `Σ coef/c * term` in thread `inst`.
+    /// `Σ coef/c * base` in thread `inst`. A product of factors that no
+    /// term holds is an uninterpreted function of them (one for both
+    /// threads): the lemmas are theorems when it is the product.
     fn sum_value(&mut self, monos: &[Monomial], c: i128, inst: usize) -> Int {
         let mut parts = vec![int(0)];
         for m in monos {
-            let v = match &m.term {
-                Some(t) => self.enc_int(t, inst),
-                None => int(1),
+            let v = match (&m.term, m.factors.as_slice()) {
+                (Some(t), _) => self.enc_int(t, inst),
+                (None, []) => int(1),
+                (None, [first, rest @ ..]) => {
+                    let mut acc = self.enc_int(first, inst);
+                    for f in rest {
+                        let x = self.enc_int(f, inst);
+                        let args = [Dynamic::from_ast(&acc), Dynamic::from_ast(&x)];
+                        acc = Self::as_int(self.uf("radix.mul", &args, ScalarTy::I64));
+                    }
+                    acc
+                }
             };
             parts.push(Int::mul(&[int(m.coef / c), v]));
         }
@@ -359,40 +366,43 @@ mod tests {
         t.binary(BinOp::Add, ty, a, b)
     }
 
+    fn ids(ts: &[Term]) -> Vec<u32> {
+        ts.iter().map(|t| t.id).collect()
+    }
+
     #[test]
-    fn a_row_major_index_splits_by_its_inner_extent() {
+    fn a_row_major_index_splits_by_each_extent() {
         let mut t = Terms::new();
         let i32t = ScalarTy::I32;
         let (s, n, h, tok) = (t.param(0, i32t), t.param(1, i32t), t.param(2, i32t), t.param(3, i32t));
         let j = t.builtin(Builtin::BlockIdx(Dim::X));
         let j = t.cast(i32t, j);
-        // (s*n)*h + tok*h + j, times 4 bytes
+        // ((s*n)*h + tok*h + j) * 4 bytes
         let sn = mul(&mut t, i32t, s.clone(), n.clone());
-        let snh = mul(&mut t, i32t, sn.clone(), h.clone());
+        let snh = mul(&mut t, i32t, sn, h.clone());
         let th = mul(&mut t, i32t, tok.clone(), h.clone());
         let four = t.int(4, i32t);
-        let sum = add(&mut t, i32t, snh.clone(), th.clone());
-        let sum = add(&mut t, i32t, sum, j.clone());
+        let sum = add(&mut t, i32t, snh, th);
+        let sum = add(&mut t, i32t, sum, j);
         let bytes = mul(&mut t, i32t, sum, four);
-        let s = Sum::of(&bytes, 1).expect("splits");
-        let coefs: Vec<i128> = s.monos.iter().map(|m| m.coef).collect();
+        let sum = Sum::of(&bytes, 1).expect("splits");
+        let coefs: Vec<i128> = sum.monos.iter().map(|m| m.coef).collect();
         assert_eq!(coefs, vec![4, 4, 4]);
-        // Both products have `h` as a factor at their top; `j` does not.
-        let mut fits = Vec::new();
-        assert_eq!(
-            quotient(&snh, &h, &mut fits).map(|(c, q)| (c, q.map(|q| q.id))),
-            Some((1, Some(sn.id)))
-        );
-        assert_eq!(
-            quotient(&th, &h, &mut fits).map(|(c, q)| (c, q.map(|q| q.id))),
-            Some((1, Some(tok.id)))
-        );
-        assert!(quotient(&j, &h, &mut fits).is_none());
-        // `n` is inside `s*n`, not a factor of `s*n*h`'s top product alone.
-        assert!(quotient(&snh, &n, &mut fits).is_none());
-        let mut found = Vec::new();
-        factors(&snh, &mut found);
-        assert!(found.iter().any(|f| f.id == h.id) && found.iter().any(|f| f.id == n.id));
+        let by_id = |v: Vec<Term>| {
+            let mut v = ids(&v);
+            v.sort();
+            v
+        };
+        assert_eq!(ids(&sum.monos[0].factors), by_id(vec![s.clone(), n.clone(), h.clone()]));
+        // By `h`: `s*n` (no term holds it) and `tok` (a term) remain.
+        let q = sum.monos[0].divided_by(&h).expect("h divides s*n*h");
+        assert!(q.term.is_none());
+        assert_eq!(ids(&q.factors), by_id(vec![s.clone(), n.clone()]));
+        let q = sum.monos[1].divided_by(&h).expect("h divides tok*h");
+        assert_eq!(q.term.map(|x| x.id), Some(tok.id));
+        assert!(sum.monos[2].divided_by(&h).is_none());
+        // `n` divides the first part too: splits nest in any order.
+        assert!(sum.monos[0].divided_by(&n).is_some());
     }
 
     #[test]
@@ -404,14 +414,14 @@ mod tests {
         let wide = t.cast(i64t, rw);
         let s = Sum::of(&wide, 1).expect("splits");
         assert_eq!(s.fits.len(), 1, "the widening is a conversion the identity needs");
-        let mut fits = Vec::new();
-        assert!(quotient(&wide, &w, &mut fits).is_some());
-        assert_eq!(fits.len(), 1);
-        // Unsigned arithmetic wraps: its sum is one part.
+        assert!(s.monos[0].divided_by(&w).is_some());
+        // Unsigned arithmetic wraps: its sum and its product are one factor.
         let (a, b) = (t.param(2, u32t), t.param(3, u32t));
-        let ab = add(&mut t, u32t, a, b);
+        let ab = add(&mut t, u32t, a.clone(), b.clone());
         let s = Sum::of(&ab, 1).expect("one part");
         assert_eq!(s.monos.len(), 1);
-        assert_eq!(s.monos[0].term.as_ref().map(|x| x.id), Some(ab.id));
+        assert_eq!(ids(&s.monos[0].factors), vec![ab.id]);
+        let p = mul(&mut t, u32t, a.clone(), b);
+        assert!(Sum::of(&p, 1).expect("one part").monos[0].divided_by(&a).is_none());
     }
 }
