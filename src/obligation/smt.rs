@@ -1579,6 +1579,36 @@ impl<'a> Encoder<'a> {
                         return (SatResult::Sat, Some(found));
                     }
                 }
+                // The largest launch: products of indices and extents become
+                // constants, and index arithmetic that wraps only for huge
+                // grids shows it.
+                let widest: Vec<Bool> = Dim::ALL
+                    .iter()
+                    .flat_map(|&d| [Builtin::GridDim(d), Builtin::BlockDim(d)])
+                    .filter_map(|b| {
+                        let (name, unit) = match b {
+                            Builtin::GridDim(d) => (format!("gridDim.{}", d.name()), self.shape.unit_grid[d as usize]),
+                            Builtin::BlockDim(d) => {
+                                (format!("blockDim.{}", d.name()), self.shape.unit_block[d as usize])
+                            }
+                            _ => return None,
+                        };
+                        let v = self.uniform_leaves.iter().find(|v| v.to_string() == name && !unit)?;
+                        let (_, hi) = self.builtin_interval(b)?;
+                        Some(v.eq(int(hi)))
+                    })
+                    .collect();
+                if debug {
+                    eprintln!("  widest grid: {} pins", widest.len());
+                }
+                if !widest.is_empty() {
+                    if let Some(found) = self.pinned_to(solver, &widest, until) {
+                        if debug {
+                            eprintln!("  widest grid: sat at {:?}", started.elapsed());
+                        }
+                        return (SatResult::Sat, Some(found));
+                    }
+                }
                 for (lo, hi) in [(-8, 64), (-256, 4096)] {
                     let small: Vec<Bool> = self
                         .uniform_leaves
@@ -2166,7 +2196,7 @@ impl<'a> Encoder<'a> {
         // models, different, would steer the witness search that follows
         // the abstract pass's model.
         if self.splits {
-            let hints = self.hints.clone();
+            let hints = std::mem::take(&mut self.hints);
             self.lemmas = true;
             let second = pass(self, Pass::Abstract, (full / 8).max(work_for_ms(50)));
             self.lemmas = false;
@@ -2233,6 +2263,16 @@ impl<'a> Encoder<'a> {
             // A witness is only what the query's model shows: one that does
             // not satisfy the query proves nothing.
             (SatResult::Sat, Some(m)) if !satisfies(&m, facts.iter().chain([goal])) => {
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    let bad: Vec<String> = facts
+                        .iter()
+                        .chain([goal])
+                        .filter(|f| m.eval(*f, true).and_then(|v| v.as_bool()) != Some(true))
+                        .take(3)
+                        .map(|f| format!("{f} -> {:?}", m.eval(f, true)))
+                        .collect();
+                    eprintln!("  model fails: {bad:?}");
+                }
                 Outcome::Unknown("the solver's model does not satisfy the query".into())
             }
             (SatResult::Sat, Some(m)) => {
