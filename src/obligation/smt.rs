@@ -384,8 +384,8 @@ pub struct Encoder<'a> {
     /// obligation has any.
     lemmas: bool,
     splits: bool,
-    /// Abstract quotients and remainders by their operands.
-    divmods: HashMap<(usize, usize), DivMod>,
+    /// Abstract quotients and remainders, one entry per pair of operands.
+    divmods: Vec<DivMod>,
     /// Parameters that scale the obligation's offsets and appear nowhere
     /// else in its accesses: strides (see [`Self::solve`]).
     strides: Vec<u32>,
@@ -447,7 +447,7 @@ impl<'a> Encoder<'a> {
             lemmas: false,
             splits: false,
             strides: Vec::new(),
-            divmods: HashMap::new(),
+            divmods: Vec::new(),
             hints: Vec::new(),
             ltid: [None, None],
             funcs: BTreeMap::new(),
@@ -1212,12 +1212,21 @@ impl<'a> Encoder<'a> {
     /// `i % n`), which uninterpreted division cannot take.
     fn quotient_and_rest(&mut self, op: BinOp, x: &Int, y: &Int, v: &Int) {
         let key = (ast_id(x), ast_id(y));
-        let entry = self.divmods.entry(key).or_insert_with(|| DivMod {
-            x: x.clone(),
-            y: y.clone(),
-            q: None,
-            r: None,
-        });
+        // In the order met (AST ids are addresses: an order by them would
+        // change from run to run, and with it Z3's search).
+        let at = match self.divmods.iter().position(|d| (ast_id(&d.x), ast_id(&d.y)) == key) {
+            Some(at) => at,
+            None => {
+                self.divmods.push(DivMod {
+                    x: x.clone(),
+                    y: y.clone(),
+                    q: None,
+                    r: None,
+                });
+                self.divmods.len() - 1
+            }
+        };
+        let entry = &mut self.divmods[at];
         let slot = if op == BinOp::Div { &mut entry.q } else { &mut entry.r };
         if slot.is_some() {
             return;
@@ -1230,7 +1239,8 @@ impl<'a> Encoder<'a> {
         let others: Vec<(Int, Int, Int, Int)> = self
             .divmods
             .iter()
-            .filter(|(k, _)| **k != key)
+            .enumerate()
+            .filter(|(i, _)| *i != at)
             .filter_map(|(_, d)| Some((d.x.clone(), d.y.clone(), d.q.clone()?, d.r.clone()?)))
             .collect();
         for (x1, y1, q1, r1) in others {
@@ -1557,7 +1567,6 @@ impl<'a> Encoder<'a> {
             // model's. Lemmas learnt under pins hold without them.
             if !pinned && !self.uniform_leaves.is_empty() {
                 pinned = true;
-                let until = (work_done() + slice).min(deadline);
                 // Refinement within boxes of growing size (fixed
                 // dimensions, a block of 256, can leave the smallest empty),
                 // then with the leaves pinned to this model's values.
@@ -1572,7 +1581,8 @@ impl<'a> Encoder<'a> {
                         .filter(|v| names.contains(&v.to_string()))
                         .map(|v| v.eq(int(0)))
                         .collect();
-                    if let Some(found) = self.pinned_to(solver, &zero, until) {
+                    let own = (work_done() + slice / 2).min(deadline);
+                    if let Some(found) = self.pinned_to(solver, &zero, own) {
                         if debug {
                             eprintln!("  zero strides: sat at {:?}", started.elapsed());
                         }
@@ -1602,13 +1612,16 @@ impl<'a> Encoder<'a> {
                     eprintln!("  widest grid: {} pins", widest.len());
                 }
                 if !widest.is_empty() {
-                    if let Some(found) = self.pinned_to(solver, &widest, until) {
+                    let own = (work_done() + slice / 2).min(deadline);
+                    if let Some(found) = self.pinned_to(solver, &widest, own) {
                         if debug {
                             eprintln!("  widest grid: sat at {:?}", started.elapsed());
                         }
                         return (SatResult::Sat, Some(found));
                     }
                 }
+                // The boxes and the model's values share a slice of their own.
+                let until = (work_done() + slice).min(deadline);
                 for (lo, hi) in [(-8, 64), (-256, 4096)] {
                     let small: Vec<Bool> = self
                         .uniform_leaves
