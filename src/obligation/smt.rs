@@ -1570,6 +1570,25 @@ impl<'a> Encoder<'a> {
                 // Refinement within boxes of growing size (fixed
                 // dimensions, a block of 256, can leave the smallest empty),
                 // then with the leaves pinned to this model's values.
+                // Small launches first (readable witnesses); the boxes and
+                // the model's values share a slice, the other pin sets
+                // have slices of their own.
+                let until = (work_done() + slice).min(deadline);
+                for (lo, hi) in [(-8, 64), (-256, 4096)] {
+                    let small: Vec<Bool> = self
+                        .uniform_leaves
+                        .iter()
+                        .flat_map(|v| [v.ge(int(lo)), v.le(int(hi))])
+                        .collect();
+                    if let Some(found) = self.pinned_to(solver, &small, until) {
+                        if debug {
+                            eprintln!("  small: sat at {:?}", started.elapsed());
+                        }
+                        return (SatResult::Sat, Some(found));
+                    }
+                }
+                // What the boxes left of their slice, for the model's values.
+                let left = until.saturating_sub(work_done());
                 // Strides of zero: the parameters that only scale offsets
                 // are 0, so rows, planes and steps collapse onto one another
                 // (a race of arbitrary strides needs no more).
@@ -1620,21 +1639,7 @@ impl<'a> Encoder<'a> {
                         return (SatResult::Sat, Some(found));
                     }
                 }
-                // The boxes and the model's values share a slice of their own.
-                let until = (work_done() + slice).min(deadline);
-                for (lo, hi) in [(-8, 64), (-256, 4096)] {
-                    let small: Vec<Bool> = self
-                        .uniform_leaves
-                        .iter()
-                        .flat_map(|v| [v.ge(int(lo)), v.le(int(hi))])
-                        .collect();
-                    if let Some(found) = self.pinned_to(solver, &small, until) {
-                        if debug {
-                            eprintln!("  small: sat at {:?}", started.elapsed());
-                        }
-                        return (SatResult::Sat, Some(found));
-                    }
-                }
+                let until = (work_done() + left).min(deadline);
                 if let Some(found) = self.pinned(solver, &m, until) {
                     if debug {
                         eprintln!("  pinned: sat at {:?}", started.elapsed());
