@@ -1632,7 +1632,7 @@ impl<'a> Encoder<'a> {
                 }
                 if !widest.is_empty() {
                     let own = (work_done() + slice / 2).min(deadline);
-                    if let Some(found) = self.pinned_to(solver, &widest, own) {
+                    if let Some(found) = self.pinned_sharing(solver, &widest, own, false) {
                         if debug {
                             eprintln!("  widest grid: sat at {:?}", started.elapsed());
                         }
@@ -1688,6 +1688,13 @@ impl<'a> Encoder<'a> {
     /// Refinement under `pins`: an exact model if one is found in a few
     /// rounds. Its lemmas also go to `solver`.
     fn pinned_to(&mut self, solver: &Solver, pins: &[Bool], until: Work) -> Option<z3::Model> {
+        self.pinned_sharing(solver, pins, until, true)
+    }
+
+    /// [`Self::pinned_to`]; its lemmas go to `solver` only if `share`
+    /// (those learnt at the largest launch are planes through huge values,
+    /// which slow the search that follows).
+    fn pinned_sharing(&mut self, solver: &Solver, pins: &[Bool], until: Work, share: bool) -> Option<z3::Model> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
         for _ in 0..PINNED_ROUNDS {
@@ -1700,7 +1707,9 @@ impl<'a> Encoder<'a> {
             }
             for l in &lemmas {
                 side.assert(l);
-                solver.assert(l);
+                if share {
+                    solver.assert(l);
+                }
             }
         }
         None
