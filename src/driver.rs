@@ -316,34 +316,35 @@ pub fn lower_files(
             // Instantiations past the cap: one lowering with every template
             // argument symbolic covers them all (both arms of an `if
             // constexpr` on them, sizes of unknown types as symbols), under
-            // any of the launch sites' shapes when every instantiation has
-            // a site (their facts hold for their own arguments only, so they
-            // are dropped). The search for instantiations stops at its own
-            // cap too: then more may exist.
+            // the launch sites' shapes (their facts hold for their own
+            // arguments only, so they are dropped). The search for
+            // instantiations stops at its own cap too: then more may exist.
             let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {
                 let args = vec![None; def.template_params.len()];
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
-                let shapes: Option<Vec<LaunchShape>> = launches.iter().try_fold(Vec::new(), |mut all, site| {
-                    for b in &site.blocks {
-                        let b = LaunchShape {
-                            facts: Vec::new(),
-                            ..b.clone()
-                        };
-                        if !all.contains(&b) {
-                            all.push(b);
-                        }
-                    }
-                    (!site.blocks.is_empty()).then_some(all)
-                });
-                // An instantiation no site launches may run with any shape;
-                // past the search's cap, instantiations launch with the
+                // Past the search's cap, instantiations launch with the
                 // shapes of every site as their templates' unknown
-                // parameters allow.
-                let shapes = if more {
+                // parameters allow; else with those of the sites found, and
+                // one no site launches may run with any shape.
+                let shapes: Option<Vec<LaunchShape>> = if more {
                     uses.every_site.clone()
                 } else {
-                    shapes.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
+                    launches
+                        .iter()
+                        .try_fold(Vec::new(), |mut all, site| {
+                            for b in &site.blocks {
+                                let b = LaunchShape {
+                                    facts: Vec::new(),
+                                    ..b.clone()
+                                };
+                                if !all.contains(&b) {
+                                    all.push(b);
+                                }
+                            }
+                            (!site.blocks.is_empty()).then_some(all)
+                        })
+                        .filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
                 };
                 // Only a lowering as complete as the ones checked covers
                 // them: each construct it could not model is one they could

@@ -96,7 +96,8 @@ pub struct KernelUses {
     /// The block shapes of every launch site, each evaluated with its
     /// enclosing template's parameters unknown (launch facts dropped): what
     /// any instantiation launches with, those the search for tuples never
-    /// reached included. `None` when no site launches the kernel.
+    /// reached included. `None` when no site launches the kernel, or when
+    /// the search found fewer than [`MAX_TUPLES`] tuples (it is complete).
     pub every_site: Option<Vec<LaunchShape>>,
 }
 
@@ -138,7 +139,12 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
             launches.push(site);
         }
     }
-    let every_site = finder.shapes_at_every_site(&mut l);
+    // Only a search that stopped at its cap needs them.
+    let every_site = if tuples.len() >= MAX_TUPLES {
+        finder.shapes_at_every_site(&mut l)
+    } else {
+        None
+    };
     KernelUses {
         tuples,
         launches,

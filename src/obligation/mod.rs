@@ -174,9 +174,10 @@ fn phases_differ(p: &Term, q: &Term, model: &AccessModel, leaves: &HashMap<u32, 
     all_nonneg && (live.iter().all(|(_, v)| *v > 0) && c > 0 || live.iter().all(|(_, v)| *v < 0) && c < 0)
 }
 
+/// The greatest common divisor, never negative.
 fn gcd(a: i128, b: i128) -> i128 {
     if b == 0 {
-        a
+        a.abs()
     } else {
         gcd(b, a % b)
     }

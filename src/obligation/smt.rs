@@ -344,6 +344,23 @@ fn int(v: i128) -> Int {
     Int::from_i128(v)
 }
 
+/// The constant naming a builtin in thread instance `inst` (launch extents
+/// are one for both threads); `None` for the warp size, a constant.
+fn builtin_name(b: Builtin, inst: usize) -> Option<String> {
+    Some(match b {
+        Builtin::ThreadIdx(d) => format!("tid.{}@{inst}", d.name()),
+        Builtin::BlockIdx(d) => format!("bid.{}@{inst}", d.name()),
+        Builtin::BlockDim(d) => format!("blockDim.{}", d.name()),
+        Builtin::GridDim(d) => format!("gridDim.{}", d.name()),
+        Builtin::WarpSize => return None,
+    })
+}
+
+/// The constant naming kernel parameter `i`.
+fn param_name(i: u32) -> String {
+    format!("param{i}")
+}
+
 /// The identity of a Z3 term (Z3 hash-conses terms: equal terms are one node).
 fn ast_id(a: &Int) -> usize {
     a.get_z3_ast().as_ptr() as usize
@@ -649,12 +666,8 @@ impl<'a> Encoder<'a> {
     }
 
     fn builtin(&mut self, b: Builtin, inst: usize) -> Int {
-        let name = match b {
-            Builtin::ThreadIdx(d) => format!("tid.{}@{inst}", d.name()),
-            Builtin::BlockIdx(d) => format!("bid.{}@{inst}", d.name()),
-            Builtin::BlockDim(d) => format!("blockDim.{}", d.name()),
-            Builtin::GridDim(d) => format!("gridDim.{}", d.name()),
-            Builtin::WarpSize => return int(self.model.warp_size as i128),
+        let Some(name) = builtin_name(b, inst) else {
+            return int(self.model.warp_size as i128);
         };
         let i = self.builtin_interval(b);
         let fresh = !self.declared.contains(&name);
@@ -696,7 +709,7 @@ impl<'a> Encoder<'a> {
     }
 
     fn param_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
-        self.uniform_leaf(format!("param{i}"), ty, range_of(ty))
+        self.uniform_leaf(param_name(i), ty, range_of(ty))
     }
 
     fn sym_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
@@ -1593,7 +1606,7 @@ impl<'a> Encoder<'a> {
                 // are 0, so rows, planes and steps collapse onto one another
                 // (a race of arbitrary strides needs no more).
                 if !self.strides.is_empty() {
-                    let names: Vec<String> = self.strides.iter().map(|i| format!("param{i}")).collect();
+                    let names: Vec<String> = self.strides.iter().map(|&i| param_name(i)).collect();
                     let zero: Vec<Bool> = self
                         .uniform_leaves
                         .iter()
@@ -1613,16 +1626,17 @@ impl<'a> Encoder<'a> {
                 // grids shows it.
                 let widest: Vec<Bool> = Dim::ALL
                     .iter()
-                    .flat_map(|&d| [Builtin::GridDim(d), Builtin::BlockDim(d)])
-                    .filter_map(|b| {
-                        let (name, unit) = match b {
-                            Builtin::GridDim(d) => (format!("gridDim.{}", d.name()), self.shape.unit_grid[d as usize]),
-                            Builtin::BlockDim(d) => {
-                                (format!("blockDim.{}", d.name()), self.shape.unit_block[d as usize])
-                            }
-                            _ => return None,
-                        };
-                        let v = self.uniform_leaves.iter().find(|v| v.to_string() == name && !unit)?;
+                    .flat_map(|&d| {
+                        let i = d as usize;
+                        [
+                            (Builtin::GridDim(d), self.shape.unit_grid[i]),
+                            (Builtin::BlockDim(d), self.shape.unit_block[i]),
+                        ]
+                    })
+                    .filter(|&(_, unit)| !unit)
+                    .filter_map(|(b, _)| {
+                        let name = builtin_name(b, 0)?;
+                        let v = self.uniform_leaves.iter().find(|v| v.to_string() == name)?;
                         let (_, hi) = self.builtin_interval(b)?;
                         Some(v.eq(int(hi)))
                     })
@@ -2291,10 +2305,7 @@ impl<'a> Encoder<'a> {
             // not satisfy the query proves nothing.
             (SatResult::Sat, Some(m)) if !satisfies(&m, facts.iter().chain([goal])) => {
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                    let bad: Vec<String> = facts
-                        .iter()
-                        .chain([goal])
-                        .filter(|f| m.eval(*f, true).and_then(|v| v.as_bool()) != Some(true))
+                    let bad: Vec<String> = failing(&m, facts.iter().chain([goal]))
                         .take(3)
                         .map(|f| format!("{f} -> {:?}", m.eval(f, true)))
                         .collect();
@@ -2610,8 +2621,16 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
 
 /// Whether `m` makes every one of `facts` true (completing it where it
 /// says nothing).
-fn satisfies<'f>(m: &z3::Model, mut facts: impl Iterator<Item = &'f Bool>) -> bool {
-    facts.all(|f| m.eval(f, true).and_then(|v| v.as_bool()) == Some(true))
+fn satisfies<'f>(m: &z3::Model, facts: impl Iterator<Item = &'f Bool>) -> bool {
+    failing(m, facts).next().is_none()
+}
+
+/// Those of `facts` that `m` does not make true.
+fn failing<'f, 'm>(m: &'m z3::Model, facts: impl Iterator<Item = &'f Bool> + 'm) -> impl Iterator<Item = &'f Bool> + 'm
+where
+    'f: 'm,
+{
+    facts.filter(move |f| m.eval(*f, true).and_then(|v| v.as_bool()) != Some(true))
 }
 
 /// Checks `solver` with the work left until `until`, within `clock`'s

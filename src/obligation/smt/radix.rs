@@ -14,6 +14,7 @@
 //! and the equal rests are split again.
 
 use super::*;
+use crate::obligation::gcd;
 
 /// How deep splits nest (`((a*n + b)*m + c)*h + d` needs three).
 const MAX_DEPTH: usize = 3;
@@ -156,14 +157,6 @@ fn constant<'t>(a: &'t Term, b: &'t Term) -> Option<(i128, &'t Term)> {
         (_, Some(c)) => Some((c, a)),
         (Some(c), _) => Some((c, b)),
         _ => None,
-    }
-}
-
-fn gcd(a: i128, b: i128) -> i128 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
     }
 }
 
