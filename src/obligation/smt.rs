@@ -1812,6 +1812,35 @@ impl<'a> Encoder<'a> {
         }
     }
 
+    /// "No undefined behaviour" for what a thread evaluates of the
+    /// condition `t` (a path condition: conjuncts in program order), with
+    /// C's short-circuits: the right operand of `a && b` is evaluated only
+    /// where `a` holds, that of `a || b` only where `a` fails. Each
+    /// operand's facts hold under `guard` and those premises, so the facts
+    /// are sound for a thread whose condition is false, too: it evaluated
+    /// its conjuncts up to the first that failed.
+    fn no_overflow_guarded(&mut self, t: &Term, inst: usize, guard: &Bool, out: &mut Vec<Bool>) {
+        match &t.kind {
+            TermKind::Binary(op @ (BinOp::And | BinOp::Or), _, a, b) => {
+                self.no_overflow_guarded(a, inst, guard, out);
+                let ea = self.enc_bool(a, inst);
+                let premise = if *op == BinOp::And { ea } else { ea.not() };
+                let inner = Bool::and(&[guard.clone(), premise]);
+                self.no_overflow_guarded(b, inst, &inner, out);
+            }
+            TermKind::Unary(UnOp::Not, a) => self.no_overflow_guarded(a, inst, guard, out),
+            _ => {
+                // The wraps `no_overflow` constrains exist once `t` is encoded.
+                self.enc(t, inst);
+                let mut facts = Vec::new();
+                self.no_overflow(t, inst, &mut HashSet::new(), &mut facts);
+                if !facts.is_empty() {
+                    out.push(guard.implies(Bool::and(&facts)));
+                }
+            }
+        }
+    }
+
     /// The symbols a record's terms mention, closed under the terms their facts use.
     fn symbols_of_record(&mut self, index: usize) -> Vec<SymbolId> {
         if let Some(s) = self.record_symbols.get(&index) {

@@ -9,8 +9,6 @@
 //! thread is exact for every valuation the facts allow; symbols the model
 //! leaves free only add executions (alarms), never remove one.
 
-use std::collections::HashSet;
-
 use z3::ast::{Bool, Int};
 
 use super::{int, Encoder, Outcome};
@@ -101,18 +99,25 @@ impl Encoder<'_> {
     /// The goal's formula and the facts it needs.
     fn goal_formula(&mut self, goal: Goal, parts: &Parts) -> (Bool, Vec<Bool>) {
         let mut facts = self.shape_facts();
-        let mut seen = HashSet::new();
-        // Only the executing thread surely evaluates its condition.
-        self.no_overflow(&parts.first, 0, &mut seen, &mut facts);
+        let always = Bool::from_bool(true);
+        // Each thread evaluates its conditions up to the first that fails
+        // (`no_overflow_guarded`). The second thread's may fail earlier than
+        // at this iteration of a loop around the collective: that is a
+        // divergent loop exit, the loop's own goal (`LoopExit`). A first
+        // divergence, where both threads are still in every loop, remains.
+        self.no_overflow_guarded(&parts.first, 0, &always, &mut facts);
         let first = self.enc_bool(&parts.first, 0);
         let mut conj = vec![first];
         if let Some(both) = &parts.both {
-            conj.push(self.enc_bool(both, 0));
-            conj.push(self.enc_bool(both, 1));
+            for inst in [0, 1] {
+                self.no_overflow_guarded(both, inst, &always, &mut facts);
+                conj.push(self.enc_bool(both, inst));
+            }
         }
         match goal {
             Goal::Diverges(_) | Goal::LoopExit { .. } => {
                 let second = parts.second.as_ref().expect("two threads");
+                self.no_overflow_guarded(second, 1, &always, &mut facts);
                 conj.push(self.enc_bool(second, 1).not());
                 conj.push(self.same_group(parts.group));
                 for &k in &parts.loops {
