@@ -279,6 +279,34 @@ impl AccessModel {
         acc
     }
 
+    /// [`Self::scope_of`] without assumed symbols, memoised per node in
+    /// `memo` (valid for one `deps`): for callers that ask about every
+    /// subterm of a term.
+    pub fn scope_memo(&self, t: &Term, deps: &[SymbolId], memo: &mut std::collections::HashMap<u32, Scope>) -> Scope {
+        if let Some(s) = memo.get(&t.id) {
+            return *s;
+        }
+        let scope = match &t.kind {
+            TermKind::Builtin(Builtin::ThreadIdx(_)) => Scope::Thread,
+            TermKind::Builtin(Builtin::BlockIdx(_)) => Scope::Block,
+            TermKind::Symbol(s) if deps.contains(s) => Scope::Grid,
+            TermKind::Symbol(s) => {
+                let info = self.symbol(*s);
+                if info.deps.iter().all(|d| deps.contains(d)) {
+                    info.scope
+                } else {
+                    Scope::Thread
+                }
+            }
+            _ => t
+                .children()
+                .into_iter()
+                .fold(Scope::Grid, |acc, c| acc.finest(self.scope_memo(c, deps, memo))),
+        };
+        memo.insert(t.id, scope);
+        scope
+    }
+
     pub fn show<'a>(&'a self, t: &'a Term) -> impl fmt::Display + 'a {
         struct D<'a>(&'a AccessModel, &'a Term);
         impl fmt::Display for D<'_> {

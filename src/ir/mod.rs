@@ -649,6 +649,8 @@ pub enum SymKind {
     Unresolved,
     /// `sizeof`/`alignof`/`offsetof` of a type whose layout is unknown.
     Layout,
+    /// A `constexpr` local whose initializer was not computed.
+    Constexpr,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -544,7 +544,7 @@ impl Terms {
 
 /// Every model symbol in `t`, each once, in order of first appearance.
 /// `a` is `!b` or `b` is `!a`.
-fn complements(a: &Term, b: &Term) -> bool {
+pub fn complements(a: &Term, b: &Term) -> bool {
     let negates = |x: &Term, y: &Term| matches!(&x.kind, TermKind::Unary(UnOp::Not, inner) if inner.id == y.id);
     // `not` turns `!(x < y)` into `x >= y` for integers.
     let flipped = match (&a.kind, &b.kind) {
@@ -554,6 +554,39 @@ fn complements(a: &Term, b: &Term) -> bool {
         _ => false,
     };
     flipped || negates(a, b) || negates(b, a)
+}
+
+/// The conjuncts of `t` (its `&&` operands, flattened).
+pub fn conjuncts(t: &Term) -> Vec<Term> {
+    fn go(t: &Term, out: &mut Vec<Term>) {
+        match &t.kind {
+            TermKind::Binary(BinOp::And, _, a, b) => {
+                go(a, out);
+                go(b, out);
+            }
+            _ => out.push(t.clone()),
+        }
+    }
+    let mut out = Vec::new();
+    go(t, &mut out);
+    out
+}
+
+/// Whether `a` and `b` cannot both hold for one thread: one has a conjunct
+/// that another of the other negates, and that conjunct reads no model
+/// symbol (a function of the launch, the thread and the parameters has
+/// one value wherever the thread evaluates it; a symbol may stand for a
+/// different iteration's value).
+pub fn exclusive(a: &Term, b: &Term) -> bool {
+    let plain = |t: &Term| {
+        let mut syms = Vec::new();
+        symbols_of(t, &mut syms, &mut std::collections::HashSet::new());
+        syms.is_empty()
+    };
+    let (ca, cb) = (conjuncts(a), conjuncts(b));
+    ca.iter()
+        .filter(|c| plain(c))
+        .any(|c| cb.iter().any(|d| complements(c, d)))
 }
 
 /// For `a = p && c` and `b = p && !c` (either operand order), `p`.

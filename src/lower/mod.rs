@@ -158,6 +158,8 @@ pub struct Lowerer<'u> {
     next_label: u32,
     /// Static `__shared__` arrays by declaration and instantiation.
     shared: HashMap<(usize, String), ObjectId>,
+    /// `constexpr` locals not computed, by declaration and template environment.
+    constexprs: HashMap<(usize, String), crate::ir::SymId>,
     dynamic_shared: Option<ObjectId>,
     untraced: HashMap<Space, ObjectId>,
     layouts: HashMap<Rc<ClassInst>, Rc<Layout>>,
@@ -277,6 +279,7 @@ impl<'u> Lowerer<'u> {
             choices: HashMap::new(),
             next_label: 1,
             shared: HashMap::new(),
+            constexprs: HashMap::new(),
             dynamic_shared: None,
             untraced: HashMap::new(),
             layouts: HashMap::new(),

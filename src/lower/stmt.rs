@@ -319,7 +319,7 @@ impl<'u> Lowerer<'u> {
                 });
                 let iteration = l.sub_block(|l2| {
                     l2.frame_mut().locals.push(HashMap::new());
-                    l2.declare(&name, ty.clone(), Some(*item), false, *item);
+                    l2.declare(&name, ty.clone(), Some(*item), Constness::Mutable, *item);
                     if let Some(b) = body_node {
                         l2.scoped_stmt(b);
                     }
@@ -606,7 +606,13 @@ impl<'u> Lowerer<'u> {
         let is_extern = has("extern");
         let is_static = has("static");
         let constexpr = has("constexpr") || syntax::has_token(node, "constexpr");
-        let is_const = has("const") || constexpr;
+        let constness = if constexpr {
+            Constness::Constexpr
+        } else if has("const") {
+            Constness::Const
+        } else {
+            Constness::Mutable
+        };
         let Some(type_node) = node.field("type") else {
             return;
         };
@@ -676,7 +682,7 @@ impl<'u> Lowerer<'u> {
             }
             // A `constexpr` initializer is a constant context.
             self.constant_context += constexpr as u32;
-            self.declare(&name, ty, init, is_const, d);
+            self.declare(&name, ty, init, constness, d);
             self.constant_context -= constexpr as u32;
         }
     }
@@ -711,7 +717,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// Declares a local variable with an optional initializer.
-    fn declare(&mut self, name: &str, ty: Type, init: Option<Node<'u>>, is_const: bool, node: Node<'u>) {
+    fn declare(&mut self, name: &str, ty: Type, init: Option<Node<'u>>, constness: Constness, node: Node<'u>) {
         let auto = matches!(&ty, Type::Opaque(n) if &**n == "auto");
         let Some(init) = init else {
             if auto {
@@ -782,13 +788,30 @@ impl<'u> Lowerer<'u> {
             ty
         };
         // Compile-time constants are values, not variables.
-        if is_const && ty.is_arith() {
+        if constness != Constness::Mutable && ty.is_arith() {
             let v = self.convert(value.clone(), &ty, init);
             if let Value::Scalar(e, _) = &v {
                 if e.is_const() || matches!(e, Expr::Sym(_)) {
                     self.bind(name, Binding::Value(v));
                     return;
                 }
+            }
+            // A `constexpr` the front end cannot compute (a configuration
+            // table it does not evaluate, a struct field it reads back
+            // from memory) is still one value for the whole grid: a
+            // uniform unknown, not a per-thread one.
+            let computed = match &v {
+                Value::Scalar(e, _) => {
+                    let mut closed = true;
+                    e.visit(&mut |x| closed &= !matches!(x, Expr::Var(_) | Expr::Builtin(_) | Expr::Param(_)));
+                    closed
+                }
+                _ => false,
+            };
+            if constness == Constness::Constexpr && !computed {
+                let s = self.constexpr_sym(name, ty.scalar(), node);
+                self.bind(name, Binding::Value(Value::Scalar(Expr::Sym(s), ty)));
+                return;
             }
         }
         // A fresh aggregate in local memory becomes the variable itself.
@@ -812,6 +835,47 @@ impl<'u> Lowerer<'u> {
         self.bind(name, Binding::Place(place));
     }
 
+    /// The template environment in effect, as a key.
+    fn tenv_key(&self) -> String {
+        let mut env: Vec<String> = self
+            .ctx()
+            .tenv
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.display()))
+            .collect();
+        env.sort();
+        env.join(",")
+    }
+
+    /// The grid-uniform unknown of a `constexpr` local the front end cannot
+    /// compute: one per declaration and template environment (an inlined
+    /// helper's constant may differ between its instantiations).
+    fn constexpr_sym(&mut self, name: &str, ty: ScalarTy, node: Node<'u>) -> crate::ir::SymId {
+        let key = (node.id(), self.tenv_key());
+        if let Some(&s) = self.constexprs.get(&key) {
+            return s;
+        }
+        let taken = self
+            .k
+            .syms
+            .iter()
+            .filter(|s| s.name == name || s.name.starts_with(&format!("{name}'")))
+            .count();
+        let shown = if taken == 0 {
+            name.to_string()
+        } else {
+            format!("{name}'{taken}")
+        };
+        let s = crate::ir::SymId(self.k.syms.len() as u32);
+        self.k.syms.push(crate::ir::SymInfo {
+            name: shown,
+            ty,
+            kind: crate::ir::SymKind::Constexpr,
+        });
+        self.constexprs.insert(key, s);
+        s
+    }
+
     /// A `__shared__` variable: one object per declaration and instantiation
     /// (an inlined helper's array is the same in every call); all `extern
     /// __shared__` arrays are the kernel's dynamic shared memory.
@@ -828,14 +892,7 @@ impl<'u> Lowerer<'u> {
                 }
             }
         } else {
-            let mut env: Vec<String> = self
-                .ctx()
-                .tenv
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.display()))
-                .collect();
-            env.sort();
-            let key = (node.id(), env.join(","));
+            let key = (node.id(), self.tenv_key());
             match self.shared.get(&key) {
                 Some(&o) => o,
                 None => {
@@ -855,4 +912,13 @@ impl<'u> Lowerer<'u> {
             ty.clone(),
         )
     }
+}
+
+/// How a local is declared: what may be assumed of its value.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Constness {
+    Mutable,
+    Const,
+    /// A compile-time constant: the same in every thread.
+    Constexpr,
 }

@@ -104,12 +104,18 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
         }
         // Collectives a thread that leaves past the loop would skip: those
         // after it, and those of the loops around it (their next iteration).
+        // A collective after the loop that no thread entering the loop can
+        // reach (it lies on the other side of a branch around the loop) is
+        // skipped by every such thread alike.
         let outer = &l.loops[..l.loops.len() - 1];
         let after = model
             .syncs
             .iter()
             .enumerate()
-            .filter(|(j, s)| *j >= l.syncs.1 || (*j < l.syncs.0 && s.loops.iter().any(|k| outer.contains(k))))
+            .filter(|(j, s)| {
+                (*j >= l.syncs.1 && !crate::ir::term::exclusive(&l.entry, &s.reach))
+                    || (*j < l.syncs.0 && s.loops.iter().any(|k| outer.contains(k)))
+            })
             .map(|(_, s)| s.group)
             .reduce(widest);
         if let Some(group) = after {

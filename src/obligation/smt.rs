@@ -382,6 +382,13 @@ pub struct Encoder<'a> {
     clock: Clock,
     /// Per solver session: encodings, definitions, abstractions.
     cache: BTreeMap<(u32, usize), Dynamic>,
+    /// The group both thread instances are in, when the query asserts it
+    /// (a participation goal), with the loop counters they share: terms
+    /// uniform over it are encoded once (see `enc`).
+    sharing: Option<crate::ir::access::Group>,
+    sharing_deps: Vec<SymbolId>,
+    /// Scopes of terms under `sharing_deps` (`AccessModel::scope_memo`).
+    scopes: HashMap<u32, Scope>,
     defs: Vec<Bool>,
     declared: HashSet<String>,
     wraps: BTreeMap<(u32, usize), Int>,
@@ -450,6 +457,9 @@ impl<'a> Encoder<'a> {
             deadline: None,
             clock: Clock { until: Duration::ZERO },
             cache: BTreeMap::new(),
+            sharing: None,
+            sharing_deps: Vec::new(),
+            scopes: HashMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
             wraps: BTreeMap::new(),
@@ -782,6 +792,20 @@ impl<'a> Encoder<'a> {
     pub fn enc(&mut self, t: &Term, inst: usize) -> Dynamic {
         if let Some(d) = self.cache.get(&(t.id, inst)) {
             return d.clone();
+        }
+        // A value the two threads surely share is encoded once: the solver
+        // need not rediscover that equal inputs give equal wrap-arounds
+        // and quotients (integer case splits). Leaves stay per thread, for
+        // the witness.
+        if inst == 1 && !t.children().is_empty() {
+            if let Some(group) = self.sharing {
+                let model = self.model;
+                if model.scope_memo(t, &self.sharing_deps, &mut self.scopes).covers(group) {
+                    let out = self.enc(t, 0);
+                    self.cache.insert((t.id, inst), out.clone());
+                    return out;
+                }
+            }
         }
         let out = self.enc_node(t, inst);
         self.cache.insert((t.id, inst), out.clone());

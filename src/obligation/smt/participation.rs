@@ -164,12 +164,21 @@ impl Encoder<'_> {
             Vec::new()
         };
         let syms = [syms0, syms1];
+        // Two threads of one group at the same iteration of every loop
+        // around: what is uniform over the group is encoded once.
+        if parts.second.is_some() {
+            self.sharing = Some(parts.group);
+            self.sharing_deps = parts.loops.clone();
+            self.scopes.clear();
+        }
         let (formula, mut facts) = self.goal_formula(goal, &parts);
         self.symbol_facts(&syms, &mut facts);
         let name = format!("{goal:?}").replace(' ', "");
-        self.decide(facts, &formula, &name, &syms, |this, m| {
+        let out = self.decide(facts, &formula, &name, &syms, |this, m| {
             this.participation_witness(m, goal, &parts, &syms)
-        })
+        });
+        self.sharing = None;
+        out
     }
 
     fn participation_witness(
