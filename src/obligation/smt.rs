@@ -797,19 +797,25 @@ impl<'a> Encoder<'a> {
         // need not rediscover that equal inputs give equal wrap-arounds
         // and quotients (integer case splits). Leaves stay per thread, for
         // the witness.
-        if inst == 1 && !t.children().is_empty() {
-            if let Some(group) = self.sharing {
-                let model = self.model;
-                if model.scope_memo(t, &self.sharing_deps, &mut self.scopes).covers(group) {
-                    let out = self.enc(t, 0);
-                    self.cache.insert((t.id, inst), out.clone());
-                    return out;
-                }
-            }
+        if inst == 1 && self.shared_with_first(t) {
+            let out = self.enc(t, 0);
+            self.cache.insert((t.id, inst), out.clone());
+            return out;
         }
         let out = self.enc_node(t, inst);
         self.cache.insert((t.id, inst), out.clone());
         out
+    }
+
+    /// Whether the second thread's `t` is encoded as the first's: an
+    /// operation (not a leaf) uniform over the group both are in.
+    fn shared_with_first(&mut self, t: &Term) -> bool {
+        let Some(group) = self.sharing else { return false };
+        if t.children().is_empty() {
+            return false;
+        }
+        let model = self.model;
+        model.scope_memo(t, &self.sharing_deps, &mut self.scopes).covers(group)
     }
 
     fn enc_bool(&mut self, t: &Term, inst: usize) -> Bool {
@@ -1794,6 +1800,10 @@ impl<'a> Encoder<'a> {
     /// performs (not under `?:` or `||`): signed `+ - * <<` and negations
     /// have wrap quotient 0, divisors are not 0.
     fn no_overflow(&mut self, t: &Term, inst: usize, seen: &mut HashSet<u32>, out: &mut Vec<Bool>) {
+        // A shared term's wraps are the first thread's.
+        if inst == 1 && self.shared_with_first(t) {
+            return self.no_overflow(t, 0, seen, out);
+        }
         if !seen.insert(t.id) {
             return;
         }
