@@ -42,7 +42,7 @@ pub struct MemoryOptions {
 }
 
 /// The first round gives each obligation this fraction of its work.
-const FIRST_ROUND_SHARE: smt::Work = 8;
+pub(crate) const FIRST_ROUND_SHARE: smt::Work = 8;
 
 impl MemoryOptions {
     /// The work for the next obligation of a check that started when the

@@ -134,7 +134,7 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
 /// Decides the participation condition of one kernel instantiation.
 pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> ParticipationResult {
     let started = smt::work_done();
-    let goals = obligations(model, options);
+    let mut goals = obligations(model, options);
     let mut stats = Stats {
         records: model.syncs.len(),
         pairs: goals.len(),
@@ -146,75 +146,98 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
     let mut unknowns: Vec<UnknownItem> = Vec::new();
     let mut alarmed: HashSet<(String, Span, Span)> = HashSet::new();
     let mut out_of_time = false;
-    for goal in goals {
-        let (span, site, group, name) = match goal {
-            Goal::Diverges(i) | Goal::Mask(i) | Goal::Partial(i) => {
-                let r = &model.syncs[i];
-                (r.span, r.site, r.group, r.name.clone())
+    // Two rounds, as for memory (`check_memory`): every goal first with a
+    // slice of its work, then the undecided ones with all of it, so that a
+    // hard goal met early cannot spend the budget of the easy ones after
+    // it (and, with `settle`, an alarm among them ends the check sooner).
+    let mut undecided: Vec<Goal> = Vec::new();
+    'rounds: for round in [1, 2] {
+        let todo = std::mem::take(if round == 1 { &mut goals } else { &mut undecided });
+        let cap = if round == 1 {
+            options.work / super::FIRST_ROUND_SHARE
+        } else {
+            options.work
+        };
+        for goal in todo {
+            let (span, site, group, name) = match goal {
+                Goal::Diverges(i) | Goal::Mask(i) | Goal::Partial(i) => {
+                    let r = &model.syncs[i];
+                    (r.span, r.site, r.group, r.name.clone())
+                }
+                Goal::LoopExit { index, group, .. } => {
+                    let l = &model.loops[index];
+                    (l.span, l.span, group, String::new())
+                }
+            };
+            let kind = match goal {
+                Goal::Diverges(_) if matches!(group, Group::Lanes(_)) => codes::DIVERGENT_PRIMITIVE,
+                Goal::Diverges(_) => codes::DIVERGENT_BARRIER,
+                Goal::Mask(_) => codes::PARTIAL_MASK,
+                Goal::Partial(_) => codes::PARTIAL_WARP,
+                Goal::LoopExit { escape: false, .. } => codes::DIVERGENT_LOOP,
+                Goal::LoopExit { escape: true, .. } => codes::EARLY_EXIT,
+            };
+            // A partial warp is the launch shape's fault: one alarm says it.
+            let shape_reported = matches!(goal, Goal::Partial(_)) && alarms.iter().any(|a| a.kind == kind);
+            if options.settle && !alarms.is_empty() {
+                // An alarm settled the verdict (`audit`).
+                break 'rounds;
             }
-            Goal::LoopExit { index, group, .. } => {
-                let l = &model.loops[index];
-                (l.span, l.span, group, String::new())
+            if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms
+            {
+                continue;
             }
-        };
-        let kind = match goal {
-            Goal::Diverges(_) if matches!(group, Group::Lanes(_)) => codes::DIVERGENT_PRIMITIVE,
-            Goal::Diverges(_) => codes::DIVERGENT_BARRIER,
-            Goal::Mask(_) => codes::PARTIAL_MASK,
-            Goal::Partial(_) => codes::PARTIAL_WARP,
-            Goal::LoopExit { escape: false, .. } => codes::DIVERGENT_LOOP,
-            Goal::LoopExit { escape: true, .. } => codes::EARLY_EXIT,
-        };
-        // A partial warp is the launch shape's fault: one alarm says it.
-        let shape_reported = matches!(goal, Goal::Partial(_)) && alarms.iter().any(|a| a.kind == kind);
-        if options.settle && !alarms.is_empty() {
-            // An alarm settled the verdict (`audit`).
-            break;
-        }
-        if shape_reported || alarmed.contains(&(kind.to_string(), span, site)) || alarms.len() >= options.max_alarms {
-            continue;
-        }
-        let Some(work) = options.allowance(started) else {
-            out_of_time = true;
-            break;
-        };
-        encoder.set_allowance(work);
-        let t = Instant::now();
-        let outcome = encoder.check_goal(goal);
-        let ms = t.elapsed().as_millis() as u64;
-        stats.solved += 1;
-        stats.solver_ms += ms;
-        stats.slowest_ms = stats.slowest_ms.max(ms);
-        match outcome {
-            Outcome::Unsat => {}
-            Outcome::Sat {
-                witness,
-                input_dependent,
-            } => {
-                stats.sat += 1;
-                alarmed.insert((kind.to_string(), span, site));
-                let message = message(goal, group, &name, &witness, model.warp_size);
-                alarms.push(Alarm {
-                    condition: Condition::Participation,
-                    kind: kind.into(),
-                    message,
-                    span,
-                    related: if site != span { vec![site] } else { Vec::new() },
-                    witness: Some(*witness),
+            let Some(work) = options.allowance(started) else {
+                out_of_time = true;
+                break 'rounds;
+            };
+            encoder.set_allowance(work.min(cap.max(1)));
+            let t = Instant::now();
+            let outcome = encoder.check_goal(goal);
+            let ms = t.elapsed().as_millis() as u64;
+            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                let verdict = match &outcome {
+                    Outcome::Unsat => "unsat",
+                    Outcome::Sat { .. } => "sat",
+                    Outcome::Unknown(_) => "unknown",
+                };
+                eprintln!("goal {goal:?}: {verdict} in {ms} ms (round {round})");
+            }
+            stats.solved += 1;
+            stats.solver_ms += ms;
+            stats.slowest_ms = stats.slowest_ms.max(ms);
+            match outcome {
+                Outcome::Unsat => {}
+                Outcome::Sat {
+                    witness,
                     input_dependent,
-                    instantiation: kernel
-                        .template_args
-                        .iter()
-                        .map(|a| (a.name.clone(), a.value.clone()))
-                        .collect(),
-                });
-            }
-            Outcome::Unknown(reason) => {
-                stats.unknown += 1;
-                unknowns.push(UnknownItem {
-                    reason: format!("participation obligation undecided ({kind}): {reason}"),
-                    span,
-                });
+                } => {
+                    stats.sat += 1;
+                    alarmed.insert((kind.to_string(), span, site));
+                    let message = message(goal, group, &name, &witness, model.warp_size);
+                    alarms.push(Alarm {
+                        condition: Condition::Participation,
+                        kind: kind.into(),
+                        message,
+                        span,
+                        related: if site != span { vec![site] } else { Vec::new() },
+                        witness: Some(*witness),
+                        input_dependent,
+                        instantiation: kernel
+                            .template_args
+                            .iter()
+                            .map(|a| (a.name.clone(), a.value.clone()))
+                            .collect(),
+                    });
+                }
+                Outcome::Unknown(_) if round == 1 => undecided.push(goal),
+                Outcome::Unknown(reason) => {
+                    stats.unknown += 1;
+                    unknowns.push(UnknownItem {
+                        reason: format!("participation obligation undecided ({kind}): {reason}"),
+                        span,
+                    });
+                }
             }
         }
     }
