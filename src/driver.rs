@@ -746,7 +746,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // instantiation has, so an alarm or an unknown leaves the others to run.
     let cover_jobs = if e.cover {
         let last = e.kernels.len() - 1;
-        jobs.iter().filter(|(k, _, _)| std::ptr::eq(*k, &e.kernels[last])).count()
+        jobs.iter()
+            .filter(|(k, _, _)| std::ptr::eq(*k, &e.kernels[last]))
+            .count()
     } else {
         0
     };
