@@ -67,9 +67,6 @@ pub struct KernelEntry {
     pub launch_blocks: Vec<Option<Vec<LaunchShape>>>,
     /// What kept any instantiation from lowering completely, deduplicated.
     pub unknowns: Vec<Unknown>,
-    /// The last lowering has every template argument symbolic and covers
-    /// all the others (see `check_entry`).
-    pub cover: bool,
 }
 
 /// Most instantiations of one kernel lowered for the listing.
@@ -323,7 +320,6 @@ pub fn lower_files(
             // arguments only, so they are dropped). The search for
             // instantiations stops at its own cap too: then more may exist.
             let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
-            let mut cover = false;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {
                 let args = vec![None; def.template_params.len()];
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
@@ -363,7 +359,6 @@ pub fn lower_files(
                     if !k.always_traps() {
                         kernels.push(k);
                         blocks.push(shapes.filter(|s| !s.is_empty()));
-                        cover = true;
                     }
                     covered = tuples.len();
                     more = false;
@@ -389,7 +384,6 @@ pub fn lower_files(
                 kernels,
                 launch_blocks: blocks,
                 unknowns,
-                cover,
             };
             match by_site.get(&site) {
                 Some(&at) => entries[at] = entry,
@@ -740,19 +734,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             jobs.push((k, model, mopts));
         }
     }
-    // The cover (every template argument symbolic, shapes without facts)
-    // over-approximates every instantiation: checked first, a condition it
-    // proves needs no other job. Its alarms may be of configurations no
-    // instantiation has, so an alarm or an unknown leaves the others to run.
-    let cover_jobs = if e.cover {
-        let last = e.kernels.len() - 1;
-        jobs.iter()
-            .filter(|(k, _, _)| std::ptr::eq(*k, &e.kernels[last]))
-            .count()
-    } else {
-        0
-    };
-    jobs.rotate_right(cover_jobs);
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
@@ -769,42 +750,22 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let deadline = crate::obligation::smt::thread_cpu() + std::time::Duration::from_millis(net_ms);
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;
-    // The cover's verdicts and alarms, kept apart: an alarm of the cover
-    // does not settle a condition (the instantiations may show a real one,
-    // reported instead), and is reported only when they show none.
-    let mut cover_verdict = [Verdict::Pass; 2];
-    let mut cover_alarms: Vec<crate::verdict::Alarm> = Vec::new();
-    let concrete_alarm = |alarms: &[crate::verdict::Alarm], c: Condition| alarms.iter().any(|a| a.condition == c);
-    for (at, (k, model, mopts)) in jobs.iter().enumerate() {
-        if options.settle && concrete_alarm(&alarms, Condition::Participation) {
-            break;
-        }
-        if at == cover_jobs && cover_jobs > 0 && cover_verdict[1] == Verdict::Pass {
+    for (k, model, mopts) in &jobs {
+        if options.settle && participation == Verdict::Alarm {
             break;
         }
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
-        if at < cover_jobs {
-            // The cover first, with half of what is left: the
-            // instantiations keep the rest if it proves nothing.
-            mopts.budget /= 2;
-        }
         mopts.deadline = Some(deadline);
         let part = crate::obligation::participation::check_participation(k, model, &mopts);
-        let into = if at < cover_jobs {
-            cover_verdict[1] = join(cover_verdict[1], part.verdict);
-            &mut cover_alarms
-        } else {
-            participation = join(participation, part.verdict);
-            &mut alarms
-        };
+        participation = join(participation, part.verdict);
         // One alarm per statement and kind across instantiations and shapes.
         for a in part.alarms {
-            if !into
+            if !alarms
                 .iter()
                 .any(|b: &crate::verdict::Alarm| b.kind == a.kind && b.span == a.span && b.related == a.related)
             {
-                into.push(a);
+                alarms.push(a);
             }
         }
         for u in part.unknowns {
@@ -813,43 +774,27 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             }
         }
     }
-    for (at, (k, model, mopts)) in jobs.iter().enumerate() {
-        if options.settle && concrete_alarm(&alarms, Condition::Memory) {
-            break;
-        }
-        if at == cover_jobs && cover_jobs > 0 && cover_verdict[0] == Verdict::Pass {
-            break;
-        }
-        let mut mopts = mopts.clone();
-        mopts.budget = budget.saturating_sub(spent());
-        if at < cover_jobs {
-            mopts.budget /= 2;
-        }
-        mopts.deadline = Some(deadline);
-        let result = crate::obligation::check_memory(k, model, &mopts);
-        if at < cover_jobs {
-            cover_verdict[0] = join(cover_verdict[0], result.verdict);
-            cover_alarms.extend(result.alarms);
-        } else {
+    {
+        for (k, model, mopts) in &jobs {
+            if options.settle && memory == Verdict::Alarm {
+                break;
+            }
+            let mut mopts = mopts.clone();
+            mopts.budget = budget.saturating_sub(spent());
+            mopts.deadline = Some(deadline);
+            let result = crate::obligation::check_memory(k, model, &mopts);
             memory = join(memory, result.verdict);
             alarms.extend(result.alarms);
-        }
-        for u in result.unknowns {
-            if !unknowns.contains(&u) {
-                unknowns.push(u);
+            for u in result.unknowns {
+                if !unknowns.contains(&u) {
+                    unknowns.push(u);
+                }
             }
-        }
-        for a in result.assumptions {
-            if !assumptions.contains(&a) {
-                assumptions.push(a);
+            for a in result.assumptions {
+                if !assumptions.contains(&a) {
+                    assumptions.push(a);
+                }
             }
-        }
-    }
-    memory = join(memory, cover_verdict[0]);
-    participation = join(participation, cover_verdict[1]);
-    for c in [Condition::Memory, Condition::Participation] {
-        if !concrete_alarm(&alarms, c) {
-            alarms.extend(cover_alarms.iter().filter(|a| a.condition == c).cloned());
         }
     }
     // A pass covers only the instantiations checked.
