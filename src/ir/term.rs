@@ -780,6 +780,29 @@ mod tests {
     }
 
     #[test]
+    fn exclusive_needs_a_negated_conjunct_without_symbols() {
+        let mut t = Terms::new();
+        let p = t.param(0, ScalarTy::I32);
+        let zero = t.int(0, ScalarTy::I32);
+        let staged = t.binary(BinOp::Ne, ScalarTy::I32, p.clone(), zero.clone());
+        let direct = t.not(staged.clone());
+        let tid = t.builtin(Builtin::ThreadIdx(Dim::X));
+        let k = t.int(64, ScalarTy::U32);
+        let low = t.binary(BinOp::Lt, ScalarTy::U32, tid, k);
+        // `!staged && tid < 64` against `staged`: one thread cannot be on both.
+        let entry = t.and(direct.clone(), low.clone());
+        assert!(exclusive(&entry, &staged));
+        assert!(exclusive(&staged, &entry));
+        // No conjunct negated: not exclusive.
+        assert!(!exclusive(&entry, &low));
+        // A model symbol may stand for another iteration's value.
+        let s = t.symbol(SymbolId(0), ScalarTy::I32);
+        let at_s = t.binary(BinOp::Lt, ScalarTy::I32, s, zero);
+        let not_at_s = t.not(at_s.clone());
+        assert!(!exclusive(&at_s, &not_at_s));
+    }
+
+    #[test]
     fn selects_and_logic_fold() {
         let mut t = Terms::new();
         let tid = t.builtin(Builtin::ThreadIdx(Dim::X));
