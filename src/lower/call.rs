@@ -299,7 +299,14 @@ impl<'u> Lowerer<'u> {
         // is a symbolic constant: the same function of the same uniform inputs.
         if (self.constant_context > 0 || self.host_mode) && constant_args.is_none() {
             let ret = self.declared_return_type(decl, class.as_ref(), &env);
-            let text = crate::lower::index::normalize_spaces(self.text(node));
+            let mut text = crate::lower::index::normalize_spaces(self.text(node));
+            // The same words in a helper inlined under other template
+            // arguments may be another value: the environment is part of
+            // the name (in kernels; host code is evaluated per launcher).
+            let env = self.tenv_key();
+            if !self.host_mode && !env.is_empty() {
+                text = format!("{text} [{env}]");
+            }
             return Operand::Value(match ret.scalar() {
                 ScalarTy::Opaque => Value::Unknown(ret),
                 st => {

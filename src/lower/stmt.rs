@@ -836,7 +836,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// The template environment in effect, as a key.
-    fn tenv_key(&self) -> String {
+    pub(super) fn tenv_key(&self) -> String {
         let mut env: Vec<String> = self
             .ctx()
             .tenv
