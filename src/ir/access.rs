@@ -249,24 +249,7 @@ impl AccessModel {
             if *acc == Scope::Thread || !seen.insert(t.id) {
                 return;
             }
-            let leaf = match &t.kind {
-                TermKind::Builtin(Builtin::ThreadIdx(_)) => Some(Scope::Thread),
-                TermKind::Builtin(Builtin::BlockIdx(_)) => Some(Scope::Block),
-                TermKind::Symbol(s) => Some(if let Some(sc) = assumed.get(s) {
-                    *sc
-                } else if deps.contains(s) {
-                    Scope::Grid
-                } else {
-                    let info = model.symbol(*s);
-                    if info.deps.iter().all(|d| deps.contains(d)) {
-                        info.scope
-                    } else {
-                        Scope::Thread
-                    }
-                }),
-                _ => None,
-            };
-            if let Some(sc) = leaf {
+            if let Some(sc) = model.leaf_scope(t, assumed, deps) {
                 *acc = acc.finest(sc);
                 return;
             }
@@ -286,25 +269,42 @@ impl AccessModel {
         if let Some(s) = memo.get(&t.id) {
             return *s;
         }
-        let scope = match &t.kind {
-            TermKind::Builtin(Builtin::ThreadIdx(_)) => Scope::Thread,
-            TermKind::Builtin(Builtin::BlockIdx(_)) => Scope::Block,
-            TermKind::Symbol(s) if deps.contains(s) => Scope::Grid,
-            TermKind::Symbol(s) => {
-                let info = self.symbol(*s);
-                if info.deps.iter().all(|d| deps.contains(d)) {
-                    info.scope
-                } else {
-                    Scope::Thread
-                }
-            }
-            _ => t
-                .children()
+        let scope = self.leaf_scope(t, &Default::default(), deps).unwrap_or_else(|| {
+            t.children()
                 .into_iter()
-                .fold(Scope::Grid, |acc, c| acc.finest(self.scope_memo(c, deps, memo))),
-        };
+                .fold(Scope::Grid, |acc, c| acc.finest(self.scope_memo(c, deps, memo)))
+        });
         memo.insert(t.id, scope);
         scope
+    }
+
+    /// The scope of a leaf that decides it (see [`Self::scope_of`]); `None`
+    /// for the others, whose scope is their children's.
+    fn leaf_scope(
+        &self,
+        t: &Term,
+        assumed: &std::collections::HashMap<SymbolId, Scope>,
+        deps: &[SymbolId],
+    ) -> Option<Scope> {
+        Some(match &t.kind {
+            TermKind::Builtin(Builtin::ThreadIdx(_)) => Scope::Thread,
+            TermKind::Builtin(Builtin::BlockIdx(_)) => Scope::Block,
+            TermKind::Symbol(s) => {
+                if let Some(sc) = assumed.get(s) {
+                    *sc
+                } else if deps.contains(s) {
+                    Scope::Grid
+                } else {
+                    let info = self.symbol(*s);
+                    if info.deps.iter().all(|d| deps.contains(d)) {
+                        info.scope
+                    } else {
+                        Scope::Thread
+                    }
+                }
+            }
+            _ => return None,
+        })
     }
 
     pub fn show<'a>(&'a self, t: &'a Term) -> impl fmt::Display + 'a {

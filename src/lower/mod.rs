@@ -661,6 +661,20 @@ impl<'u> Lowerer<'u> {
         id
     }
 
+    /// The template environment in effect, as a key (of `__shared__`
+    /// arrays, `constexpr` unknowns and constant calls on symbolic
+    /// arguments, which may differ between a helper's instantiations).
+    fn tenv_key(&self) -> String {
+        let mut env: Vec<String> = self
+            .ctx()
+            .tenv
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.display()))
+            .collect();
+        env.sort();
+        env.join(",")
+    }
+
     /// A symbolic grid-uniform constant, one per name.
     fn sym(&mut self, name: &str, ty: ScalarTy, kind: SymKind) -> SymId {
         if let Some(&s) = self.syms.get(name) {

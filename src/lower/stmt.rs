@@ -835,18 +835,6 @@ impl<'u> Lowerer<'u> {
         self.bind(name, Binding::Place(place));
     }
 
-    /// The template environment in effect, as a key.
-    pub(super) fn tenv_key(&self) -> String {
-        let mut env: Vec<String> = self
-            .ctx()
-            .tenv
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.display()))
-            .collect();
-        env.sort();
-        env.join(",")
-    }
-
     /// The grid-uniform unknown of a `constexpr` local the front end cannot
     /// compute: one per declaration and template environment (an inlined
     /// helper's constant may differ between its instantiations).

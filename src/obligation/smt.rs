@@ -361,6 +361,15 @@ fn param_name(i: u32) -> String {
     format!("param{i}")
 }
 
+/// The group two thread instances are in and the loop counters they share
+/// (both at the same iteration), with the scopes of the terms met so far
+/// under those counters (`AccessModel::scope_memo`).
+struct Sharing {
+    group: crate::ir::access::Group,
+    deps: Vec<SymbolId>,
+    scopes: HashMap<u32, Scope>,
+}
+
 /// The identity of a Z3 term (Z3 hash-conses terms: equal terms are one node).
 fn ast_id(a: &Int) -> usize {
     a.get_z3_ast().as_ptr() as usize
@@ -382,13 +391,10 @@ pub struct Encoder<'a> {
     clock: Clock,
     /// Per solver session: encodings, definitions, abstractions.
     cache: BTreeMap<(u32, usize), Dynamic>,
-    /// The group both thread instances are in, when the query asserts it
-    /// (a participation goal), with the loop counters they share: terms
-    /// uniform over it are encoded once (see `enc`).
-    sharing: Option<crate::ir::access::Group>,
-    sharing_deps: Vec<SymbolId>,
-    /// Scopes of terms under `sharing_deps` (`AccessModel::scope_memo`).
-    scopes: HashMap<u32, Scope>,
+    /// What both thread instances share, when the query asserts it (a
+    /// participation goal): terms uniform over it are encoded once (see
+    /// `enc`).
+    sharing: Option<Sharing>,
     defs: Vec<Bool>,
     declared: HashSet<String>,
     wraps: BTreeMap<(u32, usize), Int>,
@@ -458,8 +464,6 @@ impl<'a> Encoder<'a> {
             clock: Clock { until: Duration::ZERO },
             cache: BTreeMap::new(),
             sharing: None,
-            sharing_deps: Vec::new(),
-            scopes: HashMap::new(),
             defs: Vec::new(),
             declared: HashSet::new(),
             wraps: BTreeMap::new(),
@@ -810,12 +814,11 @@ impl<'a> Encoder<'a> {
     /// Whether the second thread's `t` is encoded as the first's: an
     /// operation (not a leaf) uniform over the group both are in.
     fn shared_with_first(&mut self, t: &Term) -> bool {
-        let Some(group) = self.sharing else { return false };
-        if t.children().is_empty() {
-            return false;
-        }
         let model = self.model;
-        model.scope_memo(t, &self.sharing_deps, &mut self.scopes).covers(group)
+        match &mut self.sharing {
+            Some(sh) if !t.children().is_empty() => model.scope_memo(t, &sh.deps, &mut sh.scopes).covers(sh.group),
+            _ => false,
+        }
     }
 
     fn enc_bool(&mut self, t: &Term, inst: usize) -> Bool {

@@ -167,9 +167,11 @@ impl Encoder<'_> {
         // Two threads of one group at the same iteration of every loop
         // around: what is uniform over the group is encoded once.
         if parts.second.is_some() {
-            self.sharing = Some(parts.group);
-            self.sharing_deps = parts.loops.clone();
-            self.scopes.clear();
+            self.sharing = Some(super::Sharing {
+                group: parts.group,
+                deps: parts.loops.clone(),
+                scopes: Default::default(),
+            });
         }
         let (formula, mut facts) = self.goal_formula(goal, &parts);
         self.symbol_facts(&syms, &mut facts);
