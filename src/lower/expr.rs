@@ -16,7 +16,9 @@ use super::types::{common_type, promote, ClassInst, Type};
 use super::value::{Binding, Place, Ptr, PtrSlot, Value};
 use super::{Ctx, Lowerer};
 use crate::ir::fold;
-use crate::ir::{Access, AccessKind, BinOp, Builtin, Dim, Expr, ObjectKind, ScalarTy, Space, StmtKind, SymKind, UnOp};
+use crate::ir::{
+    Access, AccessKind, BinOp, Builtin, Dim, Expr, ObjectId, ObjectKind, ScalarTy, Space, StmtKind, SymKind, UnOp,
+};
 use crate::syntax::named_children;
 
 const I64: ScalarTy = ScalarTy::I64;
@@ -829,35 +831,54 @@ impl<'u> Lowerer<'u> {
                 let (Some(a), Some(b)) = (p.object, q.object) else {
                     unreachable!("null handled above")
                 };
-                if self.choices.contains_key(&a) || self.choices.contains_key(&b) {
-                    self.unknown(node, "choice between pointers that are themselves choices");
-                    return Some(Value::Ptr(Ptr {
-                        object: Some(self.untraced(Space::Global)),
-                        ..p
-                    }));
-                }
+                // An operand that is itself a choice contributes its
+                // candidates, and its selector offset past the others'.
+                let flat = |l: &Self, o: ObjectId| match l.choices.get(&o) {
+                    Some((sel, list)) => (Some(Expr::Var(*sel)), list.clone()),
+                    None => (None, vec![Some(o)]),
+                };
+                let (sel_a, list_a) = flat(self, a);
+                let (sel_b, list_b) = flat(self, b);
                 let span = self.span(node);
                 let selector = self.new_var("buffer", ScalarTy::I32, span);
+                let i32t = ScalarTy::I32;
+                let pick_a = sel_a.unwrap_or(Expr::int(0, i32t));
+                let base = Expr::int(list_a.len() as i128, i32t);
+                let pick_b = match sel_b {
+                    Some(sb) => fold::binary(BinOp::Add, i32t, base, sb),
+                    None => base,
+                };
                 self.emit(
                     StmtKind::Assign {
                         var: selector,
-                        value: fold::select(c.clone(), Expr::int(0, ScalarTy::I32), Expr::int(1, ScalarTy::I32)),
+                        value: fold::select(c.clone(), pick_a, pick_b),
                     },
                     span,
                 );
-                let names = format!(
-                    "one of `{}`, `{}`",
-                    self.k.objects[a.index()].name,
-                    self.k.objects[b.index()].name
-                );
-                let sa = self.k.objects[a.index()].space;
-                let space = if sa == self.k.objects[b.index()].space {
-                    sa
+                let objects: Vec<Option<ObjectId>> = list_a.into_iter().chain(list_b).collect();
+                let names: Vec<String> = objects
+                    .iter()
+                    .flatten()
+                    .map(|o| format!("`{}`", self.k.objects[o.index()].name))
+                    .collect();
+                let spaces: Vec<Space> = objects
+                    .iter()
+                    .flatten()
+                    .map(|o| self.k.objects[o.index()].space)
+                    .collect();
+                let space = if spaces.iter().all(|s| *s == spaces[0]) {
+                    spaces[0]
                 } else {
                     Space::Global
                 };
-                let choice = self.new_object(&names, space, ObjectKind::Untraced, &Type::Opaque("?".into()), span);
-                self.choices.insert(choice, (selector, vec![Some(a), Some(b)]));
+                let choice = self.new_object(
+                    &format!("one of {}", names.join(", ")),
+                    space,
+                    ObjectKind::Untraced,
+                    &Type::Opaque("?".into()),
+                    span,
+                );
+                self.choices.insert(choice, (selector, objects));
                 Some(Value::Ptr(Ptr {
                     object: Some(choice),
                     offset: fold::select(c, p.offset, q.offset),
