@@ -355,6 +355,16 @@ pub fn lower_files(
                         .iter()
                         .any(|x| x.unknowns.iter().any(|v| v.reason == u.reason && v.span == u.span))
                 });
+                if std::env::var("WARPDRF_DEBUG_COVER").is_ok() {
+                    for u in &k.unknowns {
+                        if !kernels
+                            .iter()
+                            .any(|x| x.unknowns.iter().any(|v| v.reason == u.reason && v.span == u.span))
+                        {
+                            eprintln!("cover of {}: {} at {:?}", def.name, u.reason, u.span);
+                        }
+                    }
+                }
                 if as_complete {
                     if !k.always_traps() {
                         kernels.push(k);

@@ -212,6 +212,11 @@ fn describe(kind: AccessKind) -> &'static str {
 
 /// Decides the memory-ordering condition of one kernel instantiation.
 pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
+    smt::in_fresh_context(|| check_memory_here(kernel, model, options))
+}
+
+/// [`check_memory`] in the current Z3 context.
+fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
     let started = smt::work_done();
     let mut stats = Stats {
         records: model.records.len(),

@@ -131,8 +131,17 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
     goals
 }
 
+/// What a divergence goal is a function of: its collective's condition
+/// (a hash-consed term's id), the loops around it, and its group.
+type DivergenceKey = (u32, Vec<crate::ir::term::SymbolId>, Group);
+
 /// Decides the participation condition of one kernel instantiation.
 pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> ParticipationResult {
+    smt::in_fresh_context(|| check_here(kernel, model, options))
+}
+
+/// [`check_participation`] in the current Z3 context.
+fn check_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> ParticipationResult {
     let started = smt::work_done();
     let mut goals = obligations(model, options);
     let mut stats = Stats {
@@ -151,6 +160,19 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
     // hard goal met early cannot spend the budget of the easy ones after
     // it (and, with `settle`, an alarm among them ends the check sooner).
     let mut undecided: Vec<Goal> = Vec::new();
+    // A divergence goal is a function of its collective's condition, loops
+    // and group: collectives that agree on all three (a run of `mma`s in one
+    // block of code) share one outcome. Only a proof or an undecided query
+    // is shared; an alarm names its own collective, so another is solved.
+    // (Per key: the round of the outcome, and the reason it stayed undecided.)
+    let mut same: HashMap<DivergenceKey, (u32, Option<String>)> = HashMap::new();
+    let same_key = |goal: Goal| match goal {
+        Goal::Diverges(i) => {
+            let r = &model.syncs[i];
+            Some((r.reach.id, r.loops.clone(), r.group))
+        }
+        _ => None,
+    };
     'rounds: for round in [1, 2] {
         let todo = std::mem::take(if round == 1 { &mut goals } else { &mut undecided });
         let cap = if round == 1 {
@@ -187,6 +209,28 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
             {
                 continue;
             }
+            // (The round a goal of the same key was decided or left undecided in.)
+            let key = same_key(goal);
+            let shared = key
+                .as_ref()
+                .and_then(|k| same.get(k))
+                .filter(|(r, reason)| reason.is_none() || *r == round);
+            match shared {
+                Some((_, None)) => continue,
+                Some((_, Some(_))) if round == 1 => {
+                    undecided.push(goal);
+                    continue;
+                }
+                Some((_, Some(reason))) => {
+                    stats.unknown += 1;
+                    unknowns.push(UnknownItem {
+                        reason: format!("participation obligation undecided ({kind}): {reason}"),
+                        span,
+                    });
+                    continue;
+                }
+                None => {}
+            }
             let Some(work) = options.allowance(started) else {
                 out_of_time = true;
                 break 'rounds;
@@ -201,11 +245,27 @@ pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &Memor
                     Outcome::Sat { .. } => "sat",
                     Outcome::Unknown(_) => "unknown",
                 };
-                eprintln!("goal {goal:?}: {verdict} in {ms} ms (round {round})");
+                eprintln!(
+                    "goal {goal:?}: {verdict} in {ms} ms (round {round}, work {} ms)",
+                    work.min(cap.max(1)) / smt::WORK_PER_MS
+                );
             }
             stats.solved += 1;
             stats.solver_ms += ms;
             stats.slowest_ms = stats.slowest_ms.max(ms);
+            if let Some(k) = key {
+                match &outcome {
+                    Outcome::Unsat => {
+                        same.insert(k, (round, None));
+                    }
+                    Outcome::Unknown(reason) => {
+                        same.insert(k, (round, Some(reason.clone())));
+                    }
+                    Outcome::Sat { .. } => {
+                        same.remove(&k);
+                    }
+                }
+            }
             match outcome {
                 Outcome::Unsat => {}
                 Outcome::Sat {

@@ -163,16 +163,19 @@ pub fn work_for_ms(ms: u64) -> Work {
     ms.saturating_mul(WORK_PER_MS)
 }
 
-/// The work this thread's Z3 context has done so far (every solver of a
-/// context reports the context's count).
+/// The work this thread has done in Z3 so far, over all its contexts
+/// (every solver of a context reports the context's count).
 pub fn work_done() -> Work {
-    // One meter per thread (per context): creating a solver costs a unit of
-    // work, so a fresh one per reading would make the readings change the
-    // count they read.
-    thread_local! {
-        static METER: Solver = Solver::new();
-    }
-    METER.with(|meter| {
+    // One meter per context: creating a solver costs a unit of work, so a
+    // fresh one per reading would make the readings change the count they
+    // read.
+    let context = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
+    let count = METER.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.as_ref().is_none_or(|(c, _)| *c != context) {
+            *m = Some((context, Solver::new()));
+        }
+        let (_, meter) = m.as_ref().expect("a meter");
         meter
             .get_statistics()
             .entries()
@@ -181,7 +184,45 @@ pub fn work_done() -> Work {
                 z3::StatisticsValue::UInt(v) => v as Work,
                 z3::StatisticsValue::Double(v) => v as Work,
             })
+    });
+    WORK_BEFORE.with(|b| b.get()) + count
+}
+
+thread_local! {
+    /// The meter of the context [`work_done`] last read, by its address.
+    static METER: std::cell::RefCell<Option<(usize, Solver)>> = const { std::cell::RefCell::new(None) };
+    /// Work done in contexts other than the current one (see [`in_fresh_context`]).
+    static WORK_BEFORE: std::cell::Cell<Work> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` in a Z3 context of its own. Z3 orders its search by term ids,
+/// and a context's ids depend on every term made before: in a shared
+/// context one instantiation's queries would steer the next one's search
+/// (witnesses found or missed as unrelated code changed). A fresh context
+/// per check makes each check's outcome its own. [`work_done`] goes on
+/// counting across contexts.
+pub fn in_fresh_context<R>(f: impl FnOnce() -> R) -> R {
+    /// `with_z3_config` asks for `Send + Sync` because a context must not
+    /// leave its thread; it runs the callback at once on this thread.
+    struct SameThread<T>(T);
+    // SAFETY: the value is made and used on this thread only (see above).
+    unsafe impl<T> Send for SameThread<T> {}
+    // SAFETY: as above.
+    unsafe impl<T> Sync for SameThread<T> {}
+    let before = work_done();
+    let outer = WORK_BEFORE.with(|b| b.get());
+    let f = SameThread(f);
+    let (out, inner) = z3::with_z3_config(&z3::Config::new(), move || {
+        let f = f;
+        WORK_BEFORE.with(|b| b.set(before));
+        let out = (f.0)();
+        let inner = work_done() - before;
+        METER.with(|m| m.borrow_mut().take());
+        SameThread((out, inner))
     })
+    .0;
+    WORK_BEFORE.with(|b| b.set(outer + inner));
+    out
 }
 
 /// The clock's limit for `work`: [`CHECK_CPU_SAFETY`] times its nominal duration.
@@ -373,6 +414,46 @@ struct Sharing {
 /// The identity of a Z3 term (Z3 hash-conses terms: equal terms are one node).
 fn ast_id(a: &Int) -> usize {
     a.get_z3_ast().as_ptr() as usize
+}
+
+/// Facts that hold under guards (`Encoder::no_overflow_guarded`), one entry
+/// per fact: a fact met under many guards (a divisor tested in every arm
+/// of a configuration's disjunction) is one implication from their
+/// disjunction, not one implication per guard (ggml's symbolic covers met
+/// the same fact under hundreds of guards, and the copies made up most of
+/// the solver's work).
+#[derive(Default)]
+pub(crate) struct GuardedFacts {
+    facts: Vec<(Bool, Vec<Bool>)>,
+    index: HashMap<usize, usize>,
+}
+
+impl GuardedFacts {
+    fn add(&mut self, guard: &Bool, fact: Bool) {
+        let key = fact.get_z3_ast().as_ptr() as usize;
+        let at = *self.index.entry(key).or_insert_with(|| {
+            self.facts.push((fact, Vec::new()));
+            self.facts.len() - 1
+        });
+        let guards = &mut self.facts[at].1;
+        if !guards.iter().any(|g| g == guard) {
+            guards.push(guard.clone());
+        }
+    }
+
+    /// The facts, each under the disjunction of its guards.
+    pub(crate) fn finish(self) -> Vec<Bool> {
+        self.facts
+            .into_iter()
+            .map(|(fact, guards)| {
+                if guards.iter().any(|g| g.as_bool() == Some(true)) {
+                    fact
+                } else {
+                    Bool::or(&guards).implies(&fact)
+                }
+            })
+            .collect()
+    }
 }
 
 /// Encodes terms of one model for two thread instances (0 and 1).
@@ -1856,7 +1937,7 @@ impl<'a> Encoder<'a> {
     /// operand's facts hold under `guard` and those premises, so the facts
     /// are sound for a thread whose condition is false, too: it evaluated
     /// its conjuncts up to the first that failed.
-    fn no_overflow_guarded(&mut self, t: &Term, inst: usize, guard: &Bool, out: &mut Vec<Bool>) {
+    fn no_overflow_guarded(&mut self, t: &Term, inst: usize, guard: &Bool, out: &mut GuardedFacts) {
         match &t.kind {
             TermKind::Binary(op @ (BinOp::And | BinOp::Or), _, a, b) => {
                 self.no_overflow_guarded(a, inst, guard, out);
@@ -1866,13 +1947,19 @@ impl<'a> Encoder<'a> {
                 self.no_overflow_guarded(b, inst, &inner, out);
             }
             TermKind::Unary(UnOp::Not, a) => self.no_overflow_guarded(a, inst, guard, out),
+            // Facts of a term both threads share, under a guard: dropped
+            // (fewer facts are sound). They are the same for both threads,
+            // so they rarely tell them apart, and a symbolic configuration's
+            // guards are disjunctions the solver would split on (ggml's
+            // covers: most of the solver's work).
+            _ if guard.as_bool() != Some(true) && self.shared_with_first(t) => {}
             _ => {
                 // The wraps `no_overflow` constrains exist once `t` is encoded.
                 self.enc(t, inst);
                 let mut facts = Vec::new();
                 self.no_overflow(t, inst, &mut HashSet::new(), &mut facts);
-                if !facts.is_empty() {
-                    out.push(guard.implies(Bool::and(&facts)));
+                for f in facts {
+                    out.add(guard, f);
                 }
             }
         }

@@ -105,19 +105,20 @@ impl Encoder<'_> {
         // at this iteration of a loop around the collective: that is a
         // divergent loop exit, the loop's own goal (`LoopExit`). A first
         // divergence, where both threads are still in every loop, remains.
-        self.no_overflow_guarded(&parts.first, 0, &always, &mut facts);
+        let mut guarded = super::GuardedFacts::default();
+        self.no_overflow_guarded(&parts.first, 0, &always, &mut guarded);
         let first = self.enc_bool(&parts.first, 0);
         let mut conj = vec![first];
         if let Some(both) = &parts.both {
             for inst in [0, 1] {
-                self.no_overflow_guarded(both, inst, &always, &mut facts);
+                self.no_overflow_guarded(both, inst, &always, &mut guarded);
                 conj.push(self.enc_bool(both, inst));
             }
         }
         match goal {
             Goal::Diverges(_) | Goal::LoopExit { .. } => {
                 let second = parts.second.as_ref().expect("two threads");
-                self.no_overflow_guarded(second, 1, &always, &mut facts);
+                self.no_overflow_guarded(second, 1, &always, &mut guarded);
                 conj.push(self.enc_bool(second, 1).not());
                 conj.push(self.same_group(parts.group));
                 for &k in &parts.loops {
@@ -142,6 +143,7 @@ impl Encoder<'_> {
                 conj.push(Int::add(&[start, n]).gt(&threads));
             }
         }
+        facts.extend(guarded.finish());
         (Bool::and(&conj), facts)
     }
 
