@@ -225,6 +225,10 @@ pub struct AccessModel {
     pub no_wrap: std::collections::HashSet<u32>,
     /// What the model assumes beyond C semantics (reported with the verdict).
     pub assumed: Vec<String>,
+    /// Objects (by index) no statement of the kernel writes: threads that
+    /// load one address of one read the same value, so such a load is as
+    /// uniform as its address (see `leaf_scope`).
+    pub read_only: Vec<bool>,
 }
 
 impl AccessModel {
@@ -296,10 +300,20 @@ impl AccessModel {
                     Scope::Grid
                 } else {
                     let info = self.symbol(*s);
-                    if info.deps.iter().all(|d| deps.contains(d)) {
-                        info.scope
-                    } else {
+                    if !info.deps.iter().all(|d| deps.contains(d)) {
                         Scope::Thread
+                    } else if let Origin::Load { object, offset, width } = &info.origin {
+                        if self.read_only.get(object.index()).copied().unwrap_or(false) {
+                            // Read here, with the scopes assumed now: in a
+                            // loop, the address's own scope is still being
+                            // decided by the fixpoint.
+                            let at = self.scope_of(offset, assumed, deps);
+                            at.finest(self.scope_of(width, assumed, deps)).coarsest(info.scope)
+                        } else {
+                            info.scope
+                        }
+                    } else {
+                        info.scope
                     }
                 }
             }

@@ -27,8 +27,8 @@ use std::collections::{HashMap, HashSet};
 use crate::ir::access::{AccessModel, AccessRecord, Group, LoopRecord, Origin, Phase, Scope, Symbol, SyncRecord};
 use crate::ir::term::{SymbolId, Term, TermKind, Terms};
 use crate::ir::{
-    Access, BarrierScope, BinOp, Block, Builtin, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive, ScalarTy,
-    ShuffleKind, Space, Stmt, StmtKind, VarId,
+    Access, BarrierScope, BinOp, Block, Builtin, ExitKind, Expr, Kernel, LabelId, Loop, ObjectKind, PrimKind,
+    Primitive, ScalarTy, ShuffleKind, Space, Stmt, StmtKind, VarId,
 };
 use crate::source::Span;
 
@@ -83,6 +83,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr]) -> AccessModel {
             unknowns: Vec::new(),
             no_wrap: HashSet::new(),
             assumed: Vec::new(),
+            read_only: read_only_objects(kernel),
         },
         loops: Vec::new(),
         parked: Default::default(),
@@ -118,6 +119,34 @@ struct Exec<'k> {
     parked: std::collections::BTreeMap<(LabelId, bool), Vec<State>>,
     /// Facts of the loop being closed: its signed counters fit their type.
     fits: Vec<Term>,
+}
+
+/// Objects no statement of `kernel` writes: neither an access to them nor a
+/// write through a pointer the lowering could not trace into their memory
+/// space. (A kernel with an unmodelled statement that may write is partial,
+/// and passes nothing; pointer parameters are assumed not to alias, as
+/// everywhere.) Threads that load one address of such an object read one
+/// value.
+fn read_only_objects(kernel: &Kernel) -> Vec<bool> {
+    let mut read_only = vec![true; kernel.objects.len()];
+    let mut untraced_writes = Vec::new();
+    kernel.body.walk(&mut |s| {
+        if let StmtKind::Access(a) = &s.kind {
+            if a.kind.writes() {
+                read_only[a.object.index()] = false;
+                let o = &kernel.objects[a.object.index()];
+                if o.kind == ObjectKind::Untraced {
+                    untraced_writes.push(o.space);
+                }
+            }
+        }
+    });
+    for (i, o) in kernel.objects.iter().enumerate() {
+        if o.kind == ObjectKind::Untraced || untraced_writes.contains(&o.space) {
+            read_only[i] = false;
+        }
+    }
+    read_only
 }
 
 impl<'k> Exec<'k> {
