@@ -856,29 +856,7 @@ impl<'u> Lowerer<'u> {
                     span,
                 );
                 let objects: Vec<Option<ObjectId>> = list_a.into_iter().chain(list_b).collect();
-                let names: Vec<String> = objects
-                    .iter()
-                    .flatten()
-                    .map(|o| format!("`{}`", self.k.objects[o.index()].name))
-                    .collect();
-                let spaces: Vec<Space> = objects
-                    .iter()
-                    .flatten()
-                    .map(|o| self.k.objects[o.index()].space)
-                    .collect();
-                let space = if spaces.iter().all(|s| *s == spaces[0]) {
-                    spaces[0]
-                } else {
-                    Space::Global
-                };
-                let choice = self.new_object(
-                    &format!("one of {}", names.join(", ")),
-                    space,
-                    ObjectKind::Untraced,
-                    &Type::Opaque("?".into()),
-                    span,
-                );
-                self.choices.insert(choice, (selector, objects));
+                let choice = self.choice_object(selector, objects, span);
                 Some(Value::Ptr(Ptr {
                     object: Some(choice),
                     offset: fold::select(c, p.offset, q.offset),
@@ -1721,6 +1699,41 @@ impl<'u> Lowerer<'u> {
         }
     }
 
+    /// A new object standing for one of `objects` (`None`: null), picked by
+    /// the value of `selector` (an index into `objects`); accesses through
+    /// it become one access per candidate (see `Lowerer::emit`).
+    fn choice_object(
+        &mut self,
+        selector: crate::ir::VarId,
+        objects: Vec<Option<ObjectId>>,
+        span: crate::source::Span,
+    ) -> ObjectId {
+        let names: Vec<String> = objects
+            .iter()
+            .flatten()
+            .map(|o| format!("`{}`", self.k.objects[o.index()].name))
+            .collect();
+        let spaces: Vec<Space> = objects
+            .iter()
+            .flatten()
+            .map(|o| self.k.objects[o.index()].space)
+            .collect();
+        let space = if spaces.iter().all(|s| *s == spaces[0]) {
+            spaces[0]
+        } else {
+            Space::Global
+        };
+        let choice = self.new_object(
+            &format!("one of {}", names.join(", ")),
+            space,
+            ObjectKind::Untraced,
+            &Type::Opaque("?".into()),
+            span,
+        );
+        self.choices.insert(choice, (selector, objects));
+        choice
+    }
+
     /// The buffer a pointer variable points into: its only one, or a choice
     /// object when it was assigned several.
     fn ptr_slot_object(&mut self, slot: usize, node: Node<'u>) -> Option<crate::ir::ObjectId> {
@@ -1736,26 +1749,8 @@ impl<'u> Lowerer<'u> {
         let Some(selector) = s.selector else {
             return real.into_iter().flatten().next();
         };
-        let names: Vec<String> = real
-            .iter()
-            .flatten()
-            .map(|o| format!("`{}`", self.k.objects[o.index()].name))
-            .collect();
-        let spaces: Vec<Space> = real.iter().flatten().map(|o| self.k.objects[o.index()].space).collect();
-        let space = if spaces.iter().all(|s| *s == spaces[0]) {
-            spaces[0]
-        } else {
-            Space::Global
-        };
         let span = self.span(node);
-        let c = self.new_object(
-            &format!("one of {}", names.join(", ")),
-            space,
-            ObjectKind::Untraced,
-            &Type::Opaque("?".into()),
-            span,
-        );
-        self.choices.insert(c, (selector, real));
+        let c = self.choice_object(selector, real, span);
         self.ptr_slots[slot].choice = Some(c);
         Some(c)
     }
