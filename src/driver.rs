@@ -350,21 +350,21 @@ pub fn lower_files(
                 // them: each construct it could not model is one they could
                 // not either (and is reported with them); one that is less
                 // complete says less than the cap's unknown.
-                let as_complete = k.unknowns.iter().all(|u| {
-                    kernels
-                        .iter()
-                        .any(|x| x.unknowns.iter().any(|v| v.reason == u.reason && v.span == u.span))
-                });
-                if std::env::var("WARPDRF_DEBUG_COVER").is_ok() {
-                    for u in &k.unknowns {
-                        if !kernels
+                let missing: Vec<&Unknown> = k
+                    .unknowns
+                    .iter()
+                    .filter(|u| {
+                        !kernels
                             .iter()
                             .any(|x| x.unknowns.iter().any(|v| v.reason == u.reason && v.span == u.span))
-                        {
-                            eprintln!("cover of {}: {} at {:?}", def.name, u.reason, u.span);
-                        }
+                    })
+                    .collect();
+                if std::env::var("WARPDRF_DEBUG_COVER").is_ok() {
+                    for u in &missing {
+                        eprintln!("cover of {}: {} at {:?}", def.name, u.reason, u.span);
                     }
                 }
+                let as_complete = missing.is_empty();
                 if as_complete {
                     if !k.always_traps() {
                         kernels.push(k);
