@@ -500,9 +500,16 @@ pub struct Encoder<'a> {
     /// Parameters that scale the obligation's offsets and appear nowhere
     /// else in its accesses: strides (see [`Self::solve`]).
     strides: Vec<u32>,
+    /// Parameters that make the obligation nonlinear (a factor of a product
+    /// of unknowns, a divisor, a shift amount): fixing them makes it
+    /// linear (see [`Self::solve`]).
+    nonlinear: Vec<u32>,
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
     /// the next pass (without wrap-around) tries them first, and uses them up.
     hints: Vec<(String, i128)>,
+    /// Whether this obligation's degenerate parameters were tried (once
+    /// per obligation: the passes ask the same of them).
+    degenerate_tried: bool,
     /// Launch-wide integer leaves (dimensions, parameters) and iteration
     /// counts: fixing them to a model's values makes most index products
     /// linear.
@@ -559,8 +566,10 @@ impl<'a> Encoder<'a> {
             lemmas: false,
             splits: false,
             strides: Vec::new(),
+            nonlinear: Vec::new(),
             divmods: Vec::new(),
             hints: Vec::new(),
+            degenerate_tried: false,
             ltid: [None, None],
             funcs: BTreeMap::new(),
             intervals: HashMap::new(),
@@ -603,6 +612,7 @@ impl<'a> Encoder<'a> {
         self.abstracted = false;
         self.splits = false;
         self.strides.clear();
+        self.nonlinear.clear();
         self.divmods.clear();
         self.ltid = [None, None];
     }
@@ -1563,68 +1573,13 @@ impl<'a> Encoder<'a> {
         m.eval(v, true).and_then(|x| x.as_i128())
     }
 
-    /// Rules out the model's wrong abstraction values: at the model's value
-    /// of one factor the product is linear in the other (a linear lemma, as
-    /// incremental linearisation does), and tangent planes at the model's
-    /// point. None when the model is exact.
+    /// [`refinement`] of this query's abstractions not yet exact.
     fn refine(&self, m: &z3::Model) -> Vec<Bool> {
-        let mut lemmas = Vec::new();
-        for pr in &self.products {
-            if pr.exact {
-                continue;
-            }
-            let (x, y, p) = (
-                Self::model_int(m, &pr.x),
-                Self::model_int(m, &pr.y),
-                Self::model_int(m, &pr.p),
-            );
-            let (Some(xv), Some(yv), Some(pv)) = (x, y, p) else {
-                continue;
-            };
-            if xv.checked_mul(yv) == Some(pv) {
-                continue;
-            }
-            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                eprintln!("    {} = {} * {}: {pv} != {xv} * {yv}", pr.p, pr.x, pr.y);
-            }
-            let (x, y, p) = (&pr.x, &pr.y, &pr.p);
-            lemmas.push(x.eq(int(xv)).implies(p.eq(Int::mul(&[int(xv), y.clone()]))));
-            lemmas.push(y.eq(int(yv)).implies(p.eq(Int::mul(&[int(yv), x.clone()]))));
-            // Tangent planes at (xv, yv): the sign of (x-xv)(y-yv) places
-            // the product above or below the plane.
-            let plane = Int::add(&[
-                Int::mul(&[int(yv), x.clone()]),
-                Int::mul(&[int(xv), y.clone()]),
-                int(-(xv * yv)),
-            ]);
-            let (xa, xb, ya, yb) = (x.gt(int(xv)), x.lt(int(xv)), y.gt(int(yv)), y.lt(int(yv)));
-            let above = Bool::or(&[
-                Bool::and(&[xa.clone(), ya.clone()]),
-                Bool::and(&[xb.clone(), yb.clone()]),
-            ]);
-            let below = Bool::or(&[Bool::and(&[xa, yb]), Bool::and(&[xb, ya])]);
-            lemmas.push(above.implies(p.gt(&plane)));
-            lemmas.push(below.implies(p.lt(&plane)));
-        }
-        for dv in &self.divisions {
-            if dv.exact {
-                continue;
-            }
-            let vals = (
-                Self::model_int(m, &dv.x),
-                Self::model_int(m, &dv.y),
-                Self::model_int(m, &dv.q),
-                Self::model_int(m, &dv.r),
-            );
-            let (Some(xv), Some(yv), Some(qv), Some(rv)) = vals else {
-                continue;
-            };
-            if yv == 0 || c_div(xv, yv) == Some((qv, rv)) {
-                continue;
-            }
-            lemmas.push(Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, Some(yv)));
-        }
-        lemmas
+        refinement(
+            m,
+            self.products.iter().filter(|p| !p.exact),
+            self.divisions.iter().filter(|d| !d.exact),
+        )
     }
 
     /// Checks `solver`, refining abstractions until a model is exact; after
@@ -1636,6 +1591,8 @@ impl<'a> Encoder<'a> {
     /// slower on these linear problems.
     fn solve(&mut self, solver: &Solver) -> (SatResult, Option<z3::Model>) {
         const LINEAR_ROUNDS: usize = 16;
+        // A linear query: cheap when it has a model.
+        const DEGENERATE_WORK: Work = 600_000;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let started = Instant::now();
         let deadline = work_done() + self.allowance;
@@ -1694,12 +1651,33 @@ impl<'a> Encoder<'a> {
             // model's. Lemmas learnt under pins hold without them.
             if !pinned && !self.uniform_leaves.is_empty() {
                 pinned = true;
-                // Refinement within boxes of growing size (fixed
-                // dimensions, a block of 256, can leave the smallest empty),
-                // then with the leaves pinned to this model's values.
-                // Small launches first (readable witnesses); the boxes and
-                // the model's values share a slice, the other pin sets
-                // have slices of their own.
+                // Degenerate parameters: those in nonlinear positions fixed
+                // (strides to 0, extents, divisors and shifts to 1; then
+                // all to 1), so that the query is linear and its exact
+                // definitions cheap. Index splitting (`i % n`, fast
+                // division by precomputed magic numbers) collapses onto
+                // rows that another thread also reaches.
+                // (Not in the abstract pass: its models are not witnesses.)
+                // Once per obligation, with work of their own (a round's
+                // share can be too small for a linear query of this size).
+                if (self.pass != Pass::Abstract || !self.abstracted) && !self.degenerate_tried {
+                    self.degenerate_tried = true;
+                    for pins in self.degenerate_pins() {
+                        let Some(values) = self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) else {
+                            continue;
+                        };
+                        let pins: Vec<Bool> = values
+                            .iter()
+                            .map(|(n, v)| Int::new_const(n.as_str()).eq(int(*v)))
+                            .collect();
+                        if let Some(found) = self.pinned_to(solver, &pins, work_done() + DEGENERATE_WORK) {
+                            if debug {
+                                eprintln!("  degenerate parameters: sat at {:?}", started.elapsed());
+                            }
+                            return (SatResult::Sat, Some(found));
+                        }
+                    }
+                }
                 let until = (work_done() + slice).min(deadline);
                 for (lo, hi) in [(-8, 64), (-256, 4096)] {
                     let small: Vec<Bool> = self
@@ -1841,6 +1819,180 @@ impl<'a> Encoder<'a> {
             }
         }
         None
+    }
+
+    /// The pin sets of degenerate parameters (see [`Self::solve`]): the
+    /// parameters in nonlinear positions, strides 0 and the others 1, then
+    /// all 1. None unless they make at least half of the abstract products
+    /// and divisions linear (a query whose nonlinearity is in launch
+    /// dimensions gains nothing from them).
+    fn degenerate_pins(&self) -> Vec<Vec<(Int, i128)>> {
+        let names: Vec<String> = self.nonlinear.iter().map(|&i| param_name(i)).collect();
+        let pinned = |v: &Int| names.contains(&v.to_string());
+        let linearised = self.products.iter().filter(|p| pinned(&p.x) || pinned(&p.y)).count()
+            + self.divisions.iter().filter(|d| pinned(&d.y)).count();
+        let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        if debug {
+            eprintln!(
+                "  degenerate parameters ({:?}) {:?}: linearise {linearised} of {} abstractions",
+                self.pass,
+                self.nonlinear,
+                self.products.len() + self.divisions.len()
+            );
+        }
+        if linearised == 0 || 2 * linearised < self.products.len() + self.divisions.len() {
+            return Vec::new();
+        }
+        let mut sets: Vec<Vec<(Int, i128)>> = Vec::new();
+        let mut tried: Vec<Vec<i128>> = Vec::new();
+        for zero_strides in [true, false] {
+            let values: Vec<i128> = self
+                .nonlinear
+                .iter()
+                .map(|i| i128::from(!(zero_strides && self.strides.contains(i))))
+                .collect();
+            if tried.contains(&values) {
+                continue;
+            }
+            let pins: Vec<(Int, i128)> = self
+                .uniform_leaves
+                .iter()
+                .filter_map(|v| {
+                    let at = names.iter().position(|n| *n == v.to_string())?;
+                    Some((v.clone(), values[at]))
+                })
+                .collect();
+            tried.push(values);
+            if !pins.is_empty() {
+                sets.push(pins);
+            }
+        }
+        sets
+    }
+
+    /// An exact model of `solver`'s query with the degenerate `pins`,
+    /// searched in a Z3 context of its own from the query's text (what the
+    /// pins make linear defined so, the rest refined): the values of the
+    /// launch-wide leaves and of both threads' indices, by name. Only a
+    /// success makes terms in this context, so a failed try leaves the
+    /// searches that follow as they were.
+    fn degenerate_values(&self, solver: &Solver, pins: &[(Int, i128)], until: Work) -> Option<Vec<(String, i128)>> {
+        const ROUNDS: usize = 8;
+        let num = |c: i128| if c < 0 { format!("(- {})", -c) } else { c.to_string() };
+        let value = |v: &Int| pins.iter().find(|(p, _)| ast_id(p) == ast_id(v)).map(|&(_, c)| c);
+        let mut text = solver.to_smt2();
+        let alias = |text: &mut String, name: String, e: &Int| {
+            text.push_str(&format!("(declare-fun {name} () Int)\n(assert (= {name} {e}))\n"));
+            name
+        };
+        for (v, c) in pins {
+            text.push_str(&format!("(assert (= {v} {}))\n", num(*c)));
+        }
+        // The abstractions left, as (x, y, p) and (x, y, q, r) names.
+        let mut products: Vec<[String; 3]> = Vec::new();
+        for (k, pr) in self.products.iter().enumerate() {
+            match value(&pr.x)
+                .map(|c| (c, &pr.y))
+                .or_else(|| value(&pr.y).map(|c| (c, &pr.x)))
+            {
+                Some((c, other)) => text.push_str(&format!("(assert (= {} (* {} {other})))\n", pr.p, num(c))),
+                None => {
+                    let x = alias(&mut text, format!("|dgx!{k}|"), &pr.x);
+                    let y = alias(&mut text, format!("|dgy!{k}|"), &pr.y);
+                    let p = alias(&mut text, format!("|dgp!{k}|"), &pr.p);
+                    products.push([x, y, p]);
+                }
+            }
+        }
+        let mut divisions: Vec<[String; 4]> = Vec::new();
+        for (k, dv) in self.divisions.iter().enumerate() {
+            let (x, q, r) = (&dv.x, &dv.q, &dv.r);
+            match value(&dv.y).filter(|&c| c != 0) {
+                Some(c) => text.push_str(&format!(
+                    "(assert (and (= {x} (+ (* {} {q}) {r})) (< (ite (>= {r} 0) {r} (- {r})) {}) \
+                     (=> (>= {x} 0) (>= {r} 0)) (=> (< {x} 0) (<= {r} 0))))\n",
+                    num(c),
+                    c.abs()
+                )),
+                None => {
+                    let names = [
+                        alias(&mut text, format!("|dvx!{k}|"), x),
+                        alias(&mut text, format!("|dvy!{k}|"), &dv.y),
+                        alias(&mut text, format!("|dvq!{k}|"), q),
+                        alias(&mut text, format!("|dvr!{k}|"), r),
+                    ];
+                    divisions.push(names);
+                }
+            }
+        }
+        let mut wanted: Vec<String> = self.uniform_leaves.iter().map(|v| v.to_string()).collect();
+        for inst in 0..2 {
+            for d in Dim::ALL {
+                wanted.extend(
+                    [Builtin::ThreadIdx(d), Builtin::BlockIdx(d)]
+                        .into_iter()
+                        .filter_map(|b| builtin_name(b, inst)),
+                );
+            }
+        }
+        let clock = self.clock;
+        let allowance = self.allowance;
+        let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        in_fresh_context(move || {
+            let side = Solver::new();
+            limit(&side, allowance);
+            side.from_string(text);
+            let c = |n: &String| Int::new_const(n.as_str());
+            let products: Vec<Product> = products
+                .iter()
+                .map(|[x, y, p]| Product {
+                    x: c(x),
+                    y: c(y),
+                    p: c(p),
+                    exact: false,
+                })
+                .collect();
+            let divisions: Vec<Division> = divisions
+                .iter()
+                .map(|[x, y, q, r]| Division {
+                    x: c(x),
+                    y: c(y),
+                    q: c(q),
+                    r: c(r),
+                    exact: false,
+                })
+                .collect();
+            let w0 = work_done();
+            for round in 1..=ROUNDS {
+                let r = check_until(&side, until, clock);
+                if debug {
+                    eprintln!(
+                        "    degenerate, round {round} in a context of its own: {r:?} after {} units",
+                        work_done() - w0
+                    );
+                }
+                if r != SatResult::Sat {
+                    return None;
+                }
+                let m = side.get_model()?;
+                let lemmas = refinement(&m, products.iter(), divisions.iter());
+                if lemmas.is_empty() {
+                    let values = wanted
+                        .iter()
+                        .filter_map(|n| {
+                            let v = m.eval(&Int::new_const(n.as_str()), false)?;
+                            // Leaves the query does not constrain stay free.
+                            Some((n.clone(), v.as_i128()?))
+                        })
+                        .collect();
+                    return Some(values);
+                }
+                for l in &lemmas {
+                    side.assert(l);
+                }
+            }
+            None
+        })
     }
 
     /// Asserts the exact definition of every abstraction not yet exact.
@@ -2260,6 +2412,17 @@ impl<'a> Encoder<'a> {
             }
         };
         self.strides = strides([&a.offset, &b.offset], [&a.pc, &b.pc]);
+        // With the addresses of the loads they read (functional
+        // consistency relates those).
+        let own = [&a.offset, &b.offset, &a.pc, &b.pc];
+        let syms = self.symbols_closure(&own, &[]);
+        let mut terms = own.to_vec();
+        for s in syms {
+            if let Origin::Load { offset, .. } = &self.model.symbol(s).origin {
+                terms.push(offset);
+            }
+        }
+        self.nonlinear = nonlinear_params(&terms);
         let ph0 = [
             self.enc_int(&a.phase.block, 0),
             self.enc_int(&a.phase.warp, 0),
@@ -2370,6 +2533,7 @@ impl<'a> Encoder<'a> {
     /// exactly.
     fn in_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
         self.hints.clear();
+        self.degenerate_tried = false;
         let full = self.allowance;
         let mut pass = |this: &mut Self, pass: Pass, work: Work| {
             this.pass = pass;
@@ -2505,6 +2669,10 @@ impl<'a> Encoder<'a> {
             let mut text = solver.to_smt2();
             for pr in &self.products {
                 text.push_str(&format!("; (= {} (* {} {}))\n", pr.p, pr.x, pr.y));
+            }
+            for dv in &self.divisions {
+                let def = Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, None);
+                text.push_str(&format!("; {}\n", def.to_string().replace('\n', " ")));
             }
             let _ = std::fs::write(path, text);
         }
@@ -2769,6 +2937,112 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
             .iter()
             .any(|g| crate::ir::term::mentions(g, &mut param, &mut HashSet::new()))
     });
+    out
+}
+
+/// Rules out the model's wrong abstraction values: at the model's value
+/// of one factor the product is linear in the other (a linear lemma, as
+/// incremental linearisation does), and tangent planes at the model's
+/// point. None when the model is exact.
+fn refinement<'a>(
+    m: &z3::Model,
+    products: impl Iterator<Item = &'a Product>,
+    divisions: impl Iterator<Item = &'a Division>,
+) -> Vec<Bool> {
+    let mut lemmas = Vec::new();
+    for pr in products {
+        let (x, y, p) = (
+            Encoder::model_int(m, &pr.x),
+            Encoder::model_int(m, &pr.y),
+            Encoder::model_int(m, &pr.p),
+        );
+        let (Some(xv), Some(yv), Some(pv)) = (x, y, p) else {
+            continue;
+        };
+        if xv.checked_mul(yv) == Some(pv) {
+            continue;
+        }
+        if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+            eprintln!("    {} = {} * {}: {pv} != {xv} * {yv}", pr.p, pr.x, pr.y);
+        }
+        let (x, y, p) = (&pr.x, &pr.y, &pr.p);
+        lemmas.push(x.eq(int(xv)).implies(p.eq(Int::mul(&[int(xv), y.clone()]))));
+        lemmas.push(y.eq(int(yv)).implies(p.eq(Int::mul(&[int(yv), x.clone()]))));
+        // Tangent planes at (xv, yv): the sign of (x-xv)(y-yv) places
+        // the product above or below the plane.
+        let plane = Int::add(&[
+            Int::mul(&[int(yv), x.clone()]),
+            Int::mul(&[int(xv), y.clone()]),
+            int(-(xv * yv)),
+        ]);
+        let (xa, xb, ya, yb) = (x.gt(int(xv)), x.lt(int(xv)), y.gt(int(yv)), y.lt(int(yv)));
+        let above = Bool::or(&[
+            Bool::and(&[xa.clone(), ya.clone()]),
+            Bool::and(&[xb.clone(), yb.clone()]),
+        ]);
+        let below = Bool::or(&[Bool::and(&[xa, yb]), Bool::and(&[xb, ya])]);
+        lemmas.push(above.implies(p.gt(&plane)));
+        lemmas.push(below.implies(p.lt(&plane)));
+    }
+    for dv in divisions {
+        let vals = (
+            Encoder::model_int(m, &dv.x),
+            Encoder::model_int(m, &dv.y),
+            Encoder::model_int(m, &dv.q),
+            Encoder::model_int(m, &dv.r),
+        );
+        let (Some(xv), Some(yv), Some(qv), Some(rv)) = vals else {
+            continue;
+        };
+        if yv == 0 || c_div(xv, yv) == Some((qv, rv)) {
+            continue;
+        }
+        lemmas.push(Encoder::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, Some(yv)));
+    }
+    lemmas
+}
+
+/// The parameters in a nonlinear position of `terms`: in a factor of a
+/// product of two non-constant factors, in a non-constant divisor or shift
+/// amount. Symbols (loads, loop counters) are leaves: what defines them is
+/// not looked into.
+fn nonlinear_params(terms: &[&Term]) -> Vec<u32> {
+    fn params(t: &Term, seen: &mut HashSet<u32>, out: &mut Vec<u32>) {
+        if !seen.insert(t.id) {
+            return;
+        }
+        if let TermKind::Param(i) = t.kind {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        for c in t.children() {
+            params(c, seen, out);
+        }
+    }
+    fn walk(t: &Term, seen: &mut HashSet<u32>, inner: &mut HashSet<u32>, out: &mut Vec<u32>) {
+        if !seen.insert(t.id) {
+            return;
+        }
+        if let TermKind::Binary(op, _, a, b) = &t.kind {
+            let varying = |x: &Term| x.as_int().is_none();
+            match op {
+                BinOp::Mul if varying(a) && varying(b) => {
+                    params(a, inner, out);
+                    params(b, inner, out);
+                }
+                BinOp::Div | BinOp::Rem | BinOp::Shl | BinOp::Shr if varying(b) => params(b, inner, out),
+                _ => {}
+            }
+        }
+        for c in t.children() {
+            walk(c, seen, inner, out);
+        }
+    }
+    let (mut seen, mut inner, mut out) = (HashSet::new(), HashSet::new(), Vec::new());
+    for t in terms {
+        walk(t, &mut seen, &mut inner, &mut out);
+    }
     out
 }
 
