@@ -397,6 +397,11 @@ fn builtin_name(b: Builtin, inst: usize) -> Option<String> {
     })
 }
 
+/// The symbol an SMT-LIB name stands for (`|a#1|` is `a#1`).
+fn unquoted(name: &str) -> &str {
+    name.strip_prefix('|').and_then(|n| n.strip_suffix('|')).unwrap_or(name)
+}
+
 /// The constant naming kernel parameter `i`.
 fn param_name(i: u32) -> String {
     format!("param{i}")
@@ -504,6 +509,8 @@ pub struct Encoder<'a> {
     /// of unknowns, a divisor, a shift amount): fixing them makes it
     /// linear (see [`Self::solve`]).
     nonlinear: Vec<u32>,
+    /// Parameters that are a shift amount (see [`Self::degenerate_pins`]).
+    shifts: Vec<u32>,
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
     /// the next pass (without wrap-around) tries them first, and uses them up.
     hints: Vec<(String, i128)>,
@@ -567,6 +574,7 @@ impl<'a> Encoder<'a> {
             splits: false,
             strides: Vec::new(),
             nonlinear: Vec::new(),
+            shifts: Vec::new(),
             divmods: Vec::new(),
             hints: Vec::new(),
             degenerate_tried: false,
@@ -613,6 +621,7 @@ impl<'a> Encoder<'a> {
         self.splits = false;
         self.strides.clear();
         self.nonlinear.clear();
+        self.shifts.clear();
         self.divmods.clear();
         self.ltid = [None, None];
     }
@@ -1075,9 +1084,30 @@ impl<'a> Encoder<'a> {
             TermKind::Cast(a) => self.enc_cast(t, a, inst),
             TermKind::Opaque(op, args) => {
                 let xs: Vec<Dynamic> = args.iter().map(|a| self.enc(a, inst)).collect();
-                self.uf(&format!("op{}", op.0), &xs, ty)
+                let out = self.uf(&format!("op{}", op.0), &xs, ty);
+                let name = self.kernel.ops.get(op.0 as usize).map(|o| o.name.as_str());
+                if let (Some("__umulhi"), [x, y], Some(r)) = (name, xs.as_slice(), out.as_int()) {
+                    if let (Some(x), Some(y)) = (x.as_int(), y.as_int()) {
+                        self.defs.extend(Self::high_product_facts(&x, &y, &r));
+                    }
+                }
+                out
             }
         }
+    }
+
+    /// Linear facts of `r = __umulhi(x, y)`, the high 32 bits of the
+    /// product of two 32-bit unsigned values: below each non-zero factor,
+    /// zero when either is. Enough for witnesses that pin a factor to 0 or
+    /// 1 (magic-number division with degenerate parameters) to be real.
+    fn high_product_facts(x: &Int, y: &Int, r: &Int) -> Vec<Bool> {
+        let zero = int(0);
+        vec![
+            r.ge(&zero),
+            Bool::or(&[x.eq(&zero), y.eq(&zero)]).implies(r.eq(&zero)),
+            x.gt(&zero).implies(r.lt(x)),
+            y.gt(&zero).implies(r.lt(y)),
+        ]
     }
 
     fn enc_cast(&mut self, t: &Term, a: &Term, inst: usize) -> Dynamic {
@@ -1668,13 +1698,16 @@ impl<'a> Encoder<'a> {
                         };
                         let pins: Vec<Bool> = values
                             .iter()
-                            .map(|(n, v)| Int::new_const(n.as_str()).eq(int(*v)))
+                            .map(|(n, v)| Int::new_const(unquoted(n)).eq(int(*v)))
                             .collect();
                         if let Some(found) = self.pinned_to(solver, &pins, work_done() + DEGENERATE_WORK) {
                             if debug {
                                 eprintln!("  degenerate parameters: sat at {:?}", started.elapsed());
                             }
                             return (SatResult::Sat, Some(found));
+                        }
+                        if debug {
+                            eprintln!("  degenerate parameters: {} values do not extend here", pins.len());
                         }
                     }
                 }
@@ -1803,8 +1836,11 @@ impl<'a> Encoder<'a> {
     fn pinned_sharing(&mut self, solver: &Solver, pins: &[Bool], until: Work, share: bool) -> Option<z3::Model> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
-        for _ in 0..PINNED_ROUNDS {
+        for _round in 0..PINNED_ROUNDS {
             let (SatResult::Sat, Some(m)) = check_model(&side, until, self.clock) else {
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    eprintln!("    pinned: not sat in round {_round}");
+                }
                 return None;
             };
             let lemmas = self.refine(&m);
@@ -1822,8 +1858,9 @@ impl<'a> Encoder<'a> {
     }
 
     /// The pin sets of degenerate parameters (see [`Self::solve`]): the
-    /// parameters in nonlinear positions, strides 0 and the others 1, then
-    /// all 1. None unless they make at least half of the abstract products
+    /// parameters in nonlinear positions, strides and shift amounts 0 and
+    /// the others 1 (a magic-number division by 1 is a multiplier of 1 and
+    /// a shift of 0), then strides not 0, then all 1. None unless they make at least half of the abstract products
     /// and divisions linear (a query whose nonlinearity is in launch
     /// dimensions gains nothing from them).
     fn degenerate_pins(&self) -> Vec<Vec<(Int, i128)>> {
@@ -1845,12 +1882,9 @@ impl<'a> Encoder<'a> {
         }
         let mut sets: Vec<Vec<(Int, i128)>> = Vec::new();
         let mut tried: Vec<Vec<i128>> = Vec::new();
-        for zero_strides in [true, false] {
-            let values: Vec<i128> = self
-                .nonlinear
-                .iter()
-                .map(|i| i128::from(!(zero_strides && self.strides.contains(i))))
-                .collect();
+        for (zero_strides, zero_shifts) in [(true, true), (false, true), (false, false)] {
+            let zero = |i: &u32| zero_strides && self.strides.contains(i) || zero_shifts && self.shifts.contains(i);
+            let values: Vec<i128> = self.nonlinear.iter().map(|i| i128::from(!zero(i))).collect();
             if tried.contains(&values) {
                 continue;
             }
@@ -1942,7 +1976,7 @@ impl<'a> Encoder<'a> {
             let side = Solver::new();
             limit(&side, allowance);
             side.from_string(text);
-            let c = |n: &String| Int::new_const(n.as_str());
+            let c = |n: &String| Int::new_const(unquoted(n));
             let products: Vec<Product> = products
                 .iter()
                 .map(|[x, y, p]| Product {
@@ -1980,7 +2014,7 @@ impl<'a> Encoder<'a> {
                     let values = wanted
                         .iter()
                         .filter_map(|n| {
-                            let v = m.eval(&Int::new_const(n.as_str()), false)?;
+                            let v = m.eval(&Int::new_const(unquoted(n)), false)?;
                             // Leaves the query does not constrain stay free.
                             Some((n.clone(), v.as_i128()?))
                         })
@@ -2422,7 +2456,7 @@ impl<'a> Encoder<'a> {
                 terms.push(offset);
             }
         }
-        self.nonlinear = nonlinear_params(&terms);
+        (self.nonlinear, self.shifts) = nonlinear_params(&terms);
         let ph0 = [
             self.enc_int(&a.phase.block, 0),
             self.enc_int(&a.phase.warp, 0),
@@ -3006,7 +3040,9 @@ fn refinement<'a>(
 /// product of two non-constant factors, in a non-constant divisor or shift
 /// amount. Symbols (loads, loop counters) are leaves: what defines them is
 /// not looked into.
-fn nonlinear_params(terms: &[&Term]) -> Vec<u32> {
+///
+/// Also those that are a shift amount themselves (up to conversions).
+fn nonlinear_params(terms: &[&Term]) -> (Vec<u32>, Vec<u32>) {
     fn params(t: &Term, seen: &mut HashSet<u32>, out: &mut Vec<u32>) {
         if !seen.insert(t.id) {
             return;
@@ -3020,7 +3056,13 @@ fn nonlinear_params(terms: &[&Term]) -> Vec<u32> {
             params(c, seen, out);
         }
     }
-    fn walk(t: &Term, seen: &mut HashSet<u32>, inner: &mut HashSet<u32>, out: &mut Vec<u32>) {
+    /// The parameters in nonlinear positions, and those that are shift amounts.
+    #[derive(Default)]
+    struct Found {
+        nonlinear: Vec<u32>,
+        shifts: Vec<u32>,
+    }
+    fn walk(t: &Term, seen: &mut HashSet<u32>, inner: &mut HashSet<u32>, found: &mut Found) {
         if !seen.insert(t.id) {
             return;
         }
@@ -3028,22 +3070,35 @@ fn nonlinear_params(terms: &[&Term]) -> Vec<u32> {
             let varying = |x: &Term| x.as_int().is_none();
             match op {
                 BinOp::Mul if varying(a) && varying(b) => {
-                    params(a, inner, out);
-                    params(b, inner, out);
+                    params(a, inner, &mut found.nonlinear);
+                    params(b, inner, &mut found.nonlinear);
                 }
-                BinOp::Div | BinOp::Rem | BinOp::Shl | BinOp::Shr if varying(b) => params(b, inner, out),
+                BinOp::Div | BinOp::Rem | BinOp::Shl | BinOp::Shr if varying(b) => {
+                    params(b, inner, &mut found.nonlinear)
+                }
                 _ => {}
+            }
+            if matches!(op, BinOp::Shl | BinOp::Shr) {
+                let mut b = b;
+                while let TermKind::Cast(inner) = &b.kind {
+                    b = inner;
+                }
+                if let TermKind::Param(i) = b.kind {
+                    if !found.shifts.contains(&i) {
+                        found.shifts.push(i);
+                    }
+                }
             }
         }
         for c in t.children() {
-            walk(c, seen, inner, out);
+            walk(c, seen, inner, found);
         }
     }
-    let (mut seen, mut inner, mut out) = (HashSet::new(), HashSet::new(), Vec::new());
+    let (mut seen, mut inner, mut found) = (HashSet::new(), HashSet::new(), Found::default());
     for t in terms {
-        walk(t, &mut seen, &mut inner, &mut out);
+        walk(t, &mut seen, &mut inner, &mut found);
     }
-    out
+    (found.nonlinear, found.shifts)
 }
 
 /// Whether `m` makes every one of `facts` true (completing it where it
