@@ -1681,15 +1681,14 @@ impl<'a> Encoder<'a> {
             // model's. Lemmas learnt under pins hold without them.
             if !pinned && !self.uniform_leaves.is_empty() {
                 pinned = true;
-                // Degenerate parameters: those in nonlinear positions fixed
-                // (strides to 0, extents, divisors and shifts to 1; then
-                // all to 1), so that the query is linear and its exact
-                // definitions cheap. Index splitting (`i % n`, fast
-                // division by precomputed magic numbers) collapses onto
-                // rows that another thread also reaches.
-                // (Not in the abstract pass: its models are not witnesses.)
-                // Once per obligation, with work of their own (a round's
-                // share can be too small for a linear query of this size).
+                // Degenerate parameters (see `degenerate_pins`): those in
+                // nonlinear positions fixed to 0 or 1 make the query linear.
+                // Index splitting (`i % n`, division by precomputed magic
+                // numbers) then collapses onto rows that another thread also
+                // reaches. Once per obligation, with work of their own (a
+                // round's share can be too small for a linear query of this
+                // size); not in the abstract pass, whose models are not
+                // witnesses.
                 if (self.pass != Pass::Abstract || !self.abstracted) && !self.degenerate_tried {
                     self.degenerate_tried = true;
                     for pins in self.degenerate_pins() {
@@ -1836,10 +1835,10 @@ impl<'a> Encoder<'a> {
     fn pinned_sharing(&mut self, solver: &Solver, pins: &[Bool], until: Work, share: bool) -> Option<z3::Model> {
         const PINNED_ROUNDS: usize = 8;
         let side = self.copy_of(solver, pins);
-        for _round in 0..PINNED_ROUNDS {
+        for round in 0..PINNED_ROUNDS {
             let (SatResult::Sat, Some(m)) = check_model(&side, until, self.clock) else {
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                    eprintln!("    pinned: not sat in round {_round}");
+                    eprintln!("    pinned: not sat in round {round}");
                 }
                 return None;
             };
@@ -1860,9 +1859,9 @@ impl<'a> Encoder<'a> {
     /// The pin sets of degenerate parameters (see [`Self::solve`]): the
     /// parameters in nonlinear positions, strides and shift amounts 0 and
     /// the others 1 (a magic-number division by 1 is a multiplier of 1 and
-    /// a shift of 0), then strides not 0, then all 1. None unless they make at least half of the abstract products
-    /// and divisions linear (a query whose nonlinearity is in launch
-    /// dimensions gains nothing from them).
+    /// a shift of 0), then strides not 0, then all 1. None unless they make
+    /// at least half of the abstract products and divisions linear (a query
+    /// whose nonlinearity is in launch dimensions gains nothing from them).
     fn degenerate_pins(&self) -> Vec<Vec<(Int, i128)>> {
         let names: Vec<String> = self.nonlinear.iter().map(|&i| param_name(i)).collect();
         let pinned = |v: &Int| names.contains(&v.to_string());
@@ -1909,7 +1908,9 @@ impl<'a> Encoder<'a> {
     /// pins make linear defined so, the rest refined): the values of the
     /// launch-wide leaves and of both threads' indices, by name. Only a
     /// success makes terms in this context, so a failed try leaves the
-    /// searches that follow as they were.
+    /// searches that follow as they were; that is why the linear
+    /// definitions are written as text here (`division_definition` at a
+    /// known divisor, spelt out) rather than built as terms.
     fn degenerate_values(&self, solver: &Solver, pins: &[(Int, i128)], until: Work) -> Option<Vec<(String, i128)>> {
         const ROUNDS: usize = 8;
         let num = |c: i128| if c < 0 { format!("(- {})", -c) } else { c.to_string() };
@@ -2945,11 +2946,7 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
         }
         if let TermKind::Binary(BinOp::Mul, _, a, b) = &t.kind {
             for f in [a, b] {
-                let mut f = f;
-                while let TermKind::Cast(inner) = &f.kind {
-                    f = inner;
-                }
-                if let TermKind::Param(i) = f.kind {
+                if let TermKind::Param(i) = without_casts(f).kind {
                     if !out.contains(&i) {
                         out.push(i);
                     }
@@ -2972,6 +2969,14 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
             .any(|g| crate::ir::term::mentions(g, &mut param, &mut HashSet::new()))
     });
     out
+}
+
+/// `t` without the conversions around it.
+fn without_casts(mut t: &Term) -> &Term {
+    while let TermKind::Cast(inner) = &t.kind {
+        t = inner;
+    }
+    t
 }
 
 /// Rules out the model's wrong abstraction values: at the model's value
@@ -3036,12 +3041,11 @@ fn refinement<'a>(
     lemmas
 }
 
-/// The parameters in a nonlinear position of `terms`: in a factor of a
+/// The parameters in a nonlinear position of `terms` (in a factor of a
 /// product of two non-constant factors, in a non-constant divisor or shift
-/// amount. Symbols (loads, loop counters) are leaves: what defines them is
-/// not looked into.
-///
-/// Also those that are a shift amount themselves (up to conversions).
+/// amount), and those that are a shift amount themselves (up to
+/// conversions). Symbols (loads, loop counters) are leaves: what defines
+/// them is not looked into.
 fn nonlinear_params(terms: &[&Term]) -> (Vec<u32>, Vec<u32>) {
     fn params(t: &Term, seen: &mut HashSet<u32>, out: &mut Vec<u32>) {
         if !seen.insert(t.id) {
@@ -3056,7 +3060,6 @@ fn nonlinear_params(terms: &[&Term]) -> (Vec<u32>, Vec<u32>) {
             params(c, seen, out);
         }
     }
-    /// The parameters in nonlinear positions, and those that are shift amounts.
     #[derive(Default)]
     struct Found {
         nonlinear: Vec<u32>,
@@ -3079,11 +3082,7 @@ fn nonlinear_params(terms: &[&Term]) -> (Vec<u32>, Vec<u32>) {
                 _ => {}
             }
             if matches!(op, BinOp::Shl | BinOp::Shr) {
-                let mut b = b;
-                while let TermKind::Cast(inner) = &b.kind {
-                    b = inner;
-                }
-                if let TermKind::Param(i) = b.kind {
+                if let TermKind::Param(i) = without_casts(b).kind {
                     if !found.shifts.contains(&i) {
                         found.shifts.push(i);
                     }
