@@ -493,6 +493,7 @@ impl Run<'_> {
         let work = self.options.allowance(started)?.min(cap.max(1));
         let t0 = Instant::now();
         encoder.set_allowance(work);
+        encoder.set_sliced(!last);
         let outcome = encoder.check_pair(i, j, shared);
         let ms = t0.elapsed().as_millis() as u64;
         if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {

@@ -151,6 +151,7 @@ impl Clock {
     /// clock, not the work, ended it undecided.
     fn watch(&self, check: impl FnOnce() -> SatResult) -> SatResult {
         let (r, fired) = watchdog::within_cpu(self.until, check);
+        read_meter();
         if r == SatResult::Unknown && fired {
             note_clock_stopped();
         }
@@ -158,39 +159,60 @@ impl Clock {
     }
 }
 
+/// The work of one search for degenerate parameters (see
+/// `Encoder::degenerate`): a linear query, cheap when it has a model.
+const DEGENERATE_WORK: Work = 600_000;
+
 /// The work limit that `ms` milliseconds nominally stand for.
 pub fn work_for_ms(ms: u64) -> Work {
     ms.saturating_mul(WORK_PER_MS)
 }
 
 /// The work this thread has done in Z3 so far, over all its contexts
-/// (every solver of a context reports the context's count).
+/// (every solver of a context reports the context's count), as of the last
+/// check (see [`read_meter`]).
 pub fn work_done() -> Work {
+    let context = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
+    let count = match METER.with(|m| m.borrow().as_ref().map(|(c, _, n)| (*c, *n))) {
+        Some((c, n)) if c == context => n,
+        _ => read_meter(),
+    };
+    WORK_BEFORE.with(|b| b.get()) + count
+}
+
+/// Reads the current context's work count from its meter (made on first
+/// use) and keeps it for [`work_done`]. Reading Z3's statistics costs far
+/// more than the checks of small queries, so it is read after each check
+/// (where nearly all work is done) rather than at every question about
+/// the budget; the work of building terms between checks is counted at
+/// the next check.
+fn read_meter() -> Work {
     // One meter per context: creating a solver costs a unit of work, so a
     // fresh one per reading would make the readings change the count they
     // read.
     let context = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
-    let count = METER.with(|m| {
+    METER.with(|m| {
         let mut m = m.borrow_mut();
-        if m.as_ref().is_none_or(|(c, _)| *c != context) {
-            *m = Some((context, Solver::new()));
+        if m.as_ref().is_none_or(|(c, _, _)| *c != context) {
+            *m = Some((context, Solver::new(), 0));
         }
-        let (_, meter) = m.as_ref().expect("a meter");
-        meter
+        let (_, meter, reading) = m.as_mut().expect("a meter");
+        *reading = meter
             .get_statistics()
             .entries()
             .find(|e| e.key == "rlimit count")
             .map_or(0, |e| match e.value {
                 z3::StatisticsValue::UInt(v) => v as Work,
                 z3::StatisticsValue::Double(v) => v as Work,
-            })
-    });
-    WORK_BEFORE.with(|b| b.get()) + count
+            });
+        *reading
+    })
 }
 
 thread_local! {
-    /// The meter of the context [`work_done`] last read, by its address.
-    static METER: std::cell::RefCell<Option<(usize, Solver)>> = const { std::cell::RefCell::new(None) };
+    /// The meter of the context [`work_done`] last read, by its address,
+    /// and its last reading.
+    static METER: std::cell::RefCell<Option<(usize, Solver, Work)>> = const { std::cell::RefCell::new(None) };
     /// Work done in contexts other than the current one (see [`in_fresh_context`]).
     static WORK_BEFORE: std::cell::Cell<Work> = const { std::cell::Cell::new(0) };
 }
@@ -216,6 +238,7 @@ pub fn in_fresh_context<R>(f: impl FnOnce() -> R) -> R {
         let f = f;
         WORK_BEFORE.with(|b| b.set(before));
         let out = (f.0)();
+        read_meter();
         let inner = work_done() - before;
         METER.with(|m| m.borrow_mut().take());
         SameThread((out, inner))
@@ -417,7 +440,7 @@ struct Sharing {
 }
 
 /// The identity of a Z3 term (Z3 hash-conses terms: equal terms are one node).
-fn ast_id(a: &Int) -> usize {
+fn ast_id(a: &impl Ast) -> usize {
     a.get_z3_ast().as_ptr() as usize
 }
 
@@ -514,9 +537,14 @@ pub struct Encoder<'a> {
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
     /// the next pass (without wrap-around) tries them first, and uses them up.
     hints: Vec<(String, i128)>,
-    /// Whether this obligation's degenerate parameters were tried (once
-    /// per obligation: the passes ask the same of them).
-    degenerate_tried: bool,
+    /// How often this obligation's degenerate parameters were tried (at
+    /// most twice per obligation, not per pass: the passes ask the same of
+    /// them; see [`Self::degenerate`]).
+    degenerate_tries: u8,
+    /// Whether the obligation has only a first slice of its work (see
+    /// `obligation::FIRST_ROUND_SHARE`): its witness heuristics then get
+    /// work of their own (see [`Self::heuristic`]).
+    sliced: bool,
     /// Launch-wide integer leaves (dimensions, parameters) and iteration
     /// counts: fixing them to a model's values makes most index products
     /// linear.
@@ -577,7 +605,8 @@ impl<'a> Encoder<'a> {
             shifts: Vec::new(),
             divmods: Vec::new(),
             hints: Vec::new(),
-            degenerate_tried: false,
+            degenerate_tries: 0,
+            sliced: false,
             ltid: [None, None],
             funcs: BTreeMap::new(),
             intervals: HashMap::new(),
@@ -589,6 +618,12 @@ impl<'a> Encoder<'a> {
     /// The work for each following obligation.
     pub fn set_allowance(&mut self, work: Work) {
         self.allowance = work;
+    }
+
+    /// Marks the next obligations as checked with a first slice of their
+    /// work (`true`) or all of it.
+    pub fn set_sliced(&mut self, sliced: bool) {
+        self.sliced = sliced;
     }
 
     /// The clock's safety net over the kernel, in this thread's CPU time:
@@ -1621,11 +1656,9 @@ impl<'a> Encoder<'a> {
     /// slower on these linear problems.
     fn solve(&mut self, solver: &Solver) -> (SatResult, Option<z3::Model>) {
         const LINEAR_ROUNDS: usize = 16;
-        // A linear query: cheap when it has a model.
-        const DEGENERATE_WORK: Work = 600_000;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let started = Instant::now();
-        let deadline = work_done() + self.allowance;
+        let mut deadline = work_done() + self.allowance;
         self.clock = self.clock_for(self.allowance);
         // Heuristic queries (pinned launch values) get a slice of the work.
         let slice = (self.allowance / 8).max(work_for_ms(250));
@@ -1646,6 +1679,15 @@ impl<'a> Encoder<'a> {
                 if debug {
                     eprintln!("  hinted: sat at {:?}", started.elapsed());
                 }
+                return (SatResult::Sat, Some(found));
+            }
+        }
+        // Degenerate parameters (see `degenerate`), first: they need no
+        // model of this query, and the pass's share in the first round of
+        // obligations is often spent before its first linear model, so an
+        // alarm they find would otherwise wait for the second round.
+        if self.degenerate_tries == 0 {
+            if let Some(found) = self.aside(&mut deadline, DEGENERATE_WORK * 6, |this| this.degenerate(solver)) {
                 return (SatResult::Sat, Some(found));
             }
         }
@@ -1681,51 +1723,37 @@ impl<'a> Encoder<'a> {
             // model's. Lemmas learnt under pins hold without them.
             if !pinned && !self.uniform_leaves.is_empty() {
                 pinned = true;
-                // Degenerate parameters (see `degenerate_pins`): those in
-                // nonlinear positions fixed to 0 or 1 make the query linear.
-                // Index splitting (`i % n`, division by precomputed magic
-                // numbers) then collapses onto rows that another thread also
-                // reaches. Once per obligation, with work of their own (a
-                // round's share can be too small for a linear query of this
-                // size); not in the abstract pass, whose models are not
-                // witnesses.
-                if (self.pass != Pass::Abstract || !self.abstracted) && !self.degenerate_tried {
-                    self.degenerate_tried = true;
-                    for pins in self.degenerate_pins() {
-                        let Some(values) = self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) else {
-                            continue;
-                        };
-                        let pins: Vec<Bool> = values
-                            .iter()
-                            .map(|(n, v)| Int::new_const(unquoted(n)).eq(int(*v)))
-                            .collect();
-                        if let Some(found) = self.pinned_to(solver, &pins, work_done() + DEGENERATE_WORK) {
-                            if debug {
-                                eprintln!("  degenerate parameters: sat at {:?}", started.elapsed());
-                            }
-                            return (SatResult::Sat, Some(found));
-                        }
-                        if debug {
-                            eprintln!("  degenerate parameters: {} values do not extend here", pins.len());
-                        }
-                    }
-                }
-                let until = (work_done() + slice).min(deadline);
-                for (lo, hi) in [(-8, 64), (-256, 4096)] {
-                    let small: Vec<Bool> = self
-                        .uniform_leaves
-                        .iter()
-                        .flat_map(|v| [v.ge(int(lo)), v.le(int(hi))])
-                        .collect();
-                    if let Some(found) = self.pinned_to(solver, &small, until) {
-                        if debug {
-                            eprintln!("  small: sat at {:?}", started.elapsed());
-                        }
+                // Degenerate parameters again, with this round's lemmas in the
+                // query's text: they often decide what the search without
+                // them leaves open.
+                if self.degenerate_tries == 1 {
+                    if let Some(found) = self.aside(&mut deadline, DEGENERATE_WORK * 6, |this| this.degenerate(solver))
+                    {
                         return (SatResult::Sat, Some(found));
                     }
                 }
-                // What the boxes left of their slice, for the model's values.
-                let left = until.saturating_sub(work_done());
+                // Small launches first; what the boxes leave of their
+                // slice goes to the model's values.
+                let (found, left) = self.heuristic(&mut deadline, slice, |this, cap| {
+                    let until = (work_done() + slice).min(cap);
+                    for (lo, hi) in [(-8, 64), (-256, 4096)] {
+                        let small: Vec<Bool> = this
+                            .uniform_leaves
+                            .iter()
+                            .flat_map(|v| [v.ge(int(lo)), v.le(int(hi))])
+                            .collect();
+                        if let Some(found) = this.boxed(solver, &small, until) {
+                            return (Some(found), 0);
+                        }
+                    }
+                    (None, until.saturating_sub(work_done()))
+                });
+                if let Some(found) = found {
+                    if debug {
+                        eprintln!("  small: sat at {:?}", started.elapsed());
+                    }
+                    return (SatResult::Sat, Some(found));
+                }
                 // Strides of zero: the parameters that only scale offsets
                 // are 0, so rows, planes and steps collapse onto one another
                 // (a race of arbitrary strides needs no more).
@@ -1737,8 +1765,10 @@ impl<'a> Encoder<'a> {
                         .filter(|v| names.contains(&v.to_string()))
                         .map(|v| v.eq(int(0)))
                         .collect();
-                    let own = (work_done() + slice / 2).min(deadline);
-                    if let Some(found) = self.pinned_to(solver, &zero, own) {
+                    let found = self.heuristic(&mut deadline, slice / 2, |this, cap| {
+                        this.pinned_to(solver, &zero, (work_done() + slice / 2).min(cap))
+                    });
+                    if let Some(found) = found {
                         if debug {
                             eprintln!("  zero strides: sat at {:?}", started.elapsed());
                         }
@@ -1769,8 +1799,22 @@ impl<'a> Encoder<'a> {
                     eprintln!("  widest grid: {} pins", widest.len());
                 }
                 if !widest.is_empty() {
-                    let own = (work_done() + slice / 2).min(deadline);
-                    if let Some(found) = self.pinned_sharing(solver, &widest, own, false) {
+                    // As the pass has it, then with wrap-around even in the
+                    // pass without it: the widest launch is where index
+                    // arithmetic wraps.
+                    let found = self.heuristic(&mut deadline, slice, |this, cap| {
+                        let no_wrap = this.no_wrap();
+                        let own = (work_done() + slice / 2).min(cap);
+                        this.pinned_sharing(solver, &widest, own, false).or_else(|| {
+                            if no_wrap.is_empty() {
+                                return None;
+                            }
+                            let own = (work_done() + slice / 2).min(cap);
+                            let side = this.copy_without(solver, &widest, &no_wrap);
+                            this.pinned_from(solver, side, own, false)
+                        })
+                    });
+                    if let Some(found) = found {
                         if debug {
                             eprintln!("  widest grid: sat at {:?}", started.elapsed());
                         }
@@ -1800,11 +1844,27 @@ impl<'a> Encoder<'a> {
         (r, m)
     }
 
+    /// The pass without wrap-around's pins: every wrap count 0.
+    fn no_wrap(&self) -> Vec<Bool> {
+        if self.pass != Pass::Unwrapped {
+            return Vec::new();
+        }
+        self.wraps.values().map(|q| q.eq(int(0))).collect()
+    }
+
     /// A fresh solver with `solver`'s assertions and `extra`.
     fn copy_of(&self, solver: &Solver, extra: &[Bool]) -> Solver {
+        self.copy_without(solver, extra, &[])
+    }
+
+    /// [`Self::copy_of`] without the assertions in `dropped`.
+    fn copy_without(&self, solver: &Solver, extra: &[Bool], dropped: &[Bool]) -> Solver {
+        let dropped: HashSet<usize> = dropped.iter().map(ast_id).collect();
         let copy = self.new_solver();
         for a in solver.get_assertions() {
-            copy.assert(&a);
+            if !dropped.contains(&ast_id(&a)) {
+                copy.assert(&a);
+            }
         }
         for e in extra {
             copy.assert(e);
@@ -1833,12 +1893,36 @@ impl<'a> Encoder<'a> {
     /// (those learnt at the largest launch are planes through huge values,
     /// which slow the search that follows).
     fn pinned_sharing(&mut self, solver: &Solver, pins: &[Bool], until: Work, share: bool) -> Option<z3::Model> {
+        self.pinned_from(solver, self.copy_of(solver, pins), until, share)
+    }
+
+    /// Refinement within `bounds` (a box on the launch-wide values): the
+    /// box's first model's launch values pinned first (what is left
+    /// nonlinear is then rarely more than a round away from exact), then
+    /// the box as it is (products of two values free in the box converge
+    /// slowly under tangent lemmas).
+    fn boxed(&mut self, solver: &Solver, bounds: &[Bool], until: Work) -> Option<z3::Model> {
+        let side = self.copy_of(solver, bounds);
+        let (SatResult::Sat, Some(m)) = check_model(&side, until, self.clock) else {
+            return None;
+        };
+        if self.refine(&m).is_empty() {
+            return Some(m);
+        }
+        if let Some(found) = self.pinned(solver, &m, until) {
+            return Some(found);
+        }
+        self.pinned_from(solver, side, until, true)
+    }
+
+    /// [`Self::pinned_sharing`] on `side`, a copy of `solver` with pins.
+    fn pinned_from(&mut self, solver: &Solver, side: Solver, until: Work, share: bool) -> Option<z3::Model> {
         const PINNED_ROUNDS: usize = 8;
-        let side = self.copy_of(solver, pins);
         for round in 0..PINNED_ROUNDS {
-            let (SatResult::Sat, Some(m)) = check_model(&side, until, self.clock) else {
+            let (r, m) = check_model(&side, until, self.clock);
+            let (SatResult::Sat, Some(m)) = (r, m) else {
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                    eprintln!("    pinned: not sat in round {round}");
+                    eprintln!("    pinned: {r:?} in round {round}");
                 }
                 return None;
             };
@@ -1903,6 +1987,70 @@ impl<'a> Encoder<'a> {
         sets
     }
 
+    /// Runs the heuristic search `f` with work of its own: what it spends
+    /// moves the query's `deadline` (and the clock) on, so a failed try
+    /// leaves the searches after it the work they had. Pinned searches are
+    /// linear and cheap when they succeed; charged to the pass, they would
+    /// get only what a slow first model left of it.
+    /// `work` is what `f` may spend at most: its clock.
+    fn aside<T>(&mut self, deadline: &mut Work, work: Work, f: impl FnOnce(&mut Self) -> T) -> T {
+        let before = work_done();
+        self.clock = self.clock_for(work);
+        let out = f(self);
+        *deadline += work_done() - before;
+        self.clock = self.clock_for(deadline.saturating_sub(work_done()));
+        out
+    }
+
+    /// A witness heuristic `f`, given the work it may not pass. With a
+    /// first slice of the obligation's work, in the pass without
+    /// wrap-around (the first to look for witnesses), with work of its own
+    /// (see [`Self::aside`]): a slow first model would otherwise leave it
+    /// nothing, and the alarm would wait for the second round, after every
+    /// other obligation's first. Otherwise within the pass's `deadline`:
+    /// obligations that are hard to prove pay for the heuristics once.
+    fn heuristic<T>(&mut self, deadline: &mut Work, work: Work, f: impl FnOnce(&mut Self, Work) -> T) -> T {
+        if self.sliced && self.pass == Pass::Unwrapped {
+            self.aside(deadline, work, |this| f(this, Work::MAX))
+        } else {
+            f(self, *deadline)
+        }
+    }
+
+    /// Degenerate parameters (see `degenerate_pins`): those in nonlinear
+    /// positions fixed to 0 or 1 make the query linear. Index splitting
+    /// (`i % n`, division by precomputed magic numbers) then collapses onto
+    /// rows that another thread also reaches. At most twice per obligation,
+    /// each try with work of its own (a round's share can be too small for
+    /// a linear query of this size); not in the abstract pass, whose models
+    /// are not witnesses. A witness found is pinned and refined here.
+    fn degenerate(&mut self, solver: &Solver) -> Option<z3::Model> {
+        if (self.pass == Pass::Abstract && self.abstracted) || self.uniform_leaves.is_empty() {
+            return None;
+        }
+        self.degenerate_tries += 1;
+        let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        for pins in self.degenerate_pins() {
+            let Some(values) = self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) else {
+                continue;
+            };
+            let pins: Vec<Bool> = values
+                .iter()
+                .map(|(n, v)| Int::new_const(unquoted(n)).eq(int(*v)))
+                .collect();
+            if let Some(found) = self.pinned_to(solver, &pins, work_done() + DEGENERATE_WORK) {
+                if debug {
+                    eprintln!("  degenerate parameters: sat (try {})", self.degenerate_tries);
+                }
+                return Some(found);
+            }
+            if debug {
+                eprintln!("  degenerate parameters: {} values do not extend here", pins.len());
+            }
+        }
+        None
+    }
+
     /// An exact model of `solver`'s query with the degenerate `pins`,
     /// searched in a Z3 context of its own from the query's text (what the
     /// pins make linear defined so, the rest refined): the values of the
@@ -1960,7 +2108,8 @@ impl<'a> Encoder<'a> {
                 }
             }
         }
-        let mut wanted: Vec<String> = self.uniform_leaves.iter().map(|v| v.to_string()).collect();
+        let launch_leaves: Vec<String> = self.uniform_leaves.iter().map(|v| v.to_string()).collect();
+        let mut wanted = launch_leaves.clone();
         for inst in 0..2 {
             for d in Dim::ALL {
                 wanted.extend(
@@ -1998,35 +2147,82 @@ impl<'a> Encoder<'a> {
                 })
                 .collect();
             let w0 = work_done();
-            for round in 1..=ROUNDS {
-                let r = check_until(&side, until, clock);
-                if debug {
-                    eprintln!(
-                        "    degenerate, round {round} in a context of its own: {r:?} after {} units",
-                        work_done() - w0
-                    );
+            // Refines `solver` until its model is exact: the wanted values.
+            let refined = |solver: &Solver, label: &str, first: Option<z3::Model>| {
+                let mut given = first;
+                for round in 1..=ROUNDS {
+                    let m = match given.take() {
+                        Some(m) => m,
+                        None => {
+                            let r = check_until(solver, until, clock);
+                            if debug {
+                                eprintln!(
+                                    "    degenerate{label}, round {round} in a context of its own: {r:?} after {} units",
+                                    work_done() - w0
+                                );
+                            }
+                            if r != SatResult::Sat {
+                                return Err(r);
+                            }
+                            solver.get_model().ok_or(SatResult::Unknown)?
+                        }
+                    };
+                    let lemmas = refinement(&m, products.iter(), divisions.iter());
+                    if lemmas.is_empty() {
+                        let values = wanted
+                            .iter()
+                            .filter_map(|n| {
+                                let v = m.eval(&Int::new_const(unquoted(n)), false)?;
+                                // Leaves the query does not constrain stay free.
+                                Some((n.clone(), v.as_i128()?))
+                            })
+                            .collect::<Vec<_>>();
+                        return Ok(values);
+                    }
+                    for l in &lemmas {
+                        solver.assert(l);
+                    }
                 }
-                if r != SatResult::Sat {
-                    return None;
+                Err(SatResult::Unknown)
+            };
+            let r = check_until(&side, until, clock);
+            if debug {
+                eprintln!(
+                    "    degenerate, first model in a context of its own: {r:?} after {} units",
+                    work_done() - w0
+                );
+            }
+            if r != SatResult::Sat {
+                return None;
+            }
+            let first = side.get_model()?;
+            // The first model's launch values as well: what the pins left
+            // nonlinear among launch-wide values becomes constant, and the
+            // refinement rarely needs more than a round. Its lemmas would
+            // steer the open search below into cases of their own, so it
+            // runs on a solver of its own.
+            let launch: Vec<Bool> = launch_leaves
+                .iter()
+                .filter_map(|n| {
+                    let v = c(n);
+                    let value = first.eval(&v, false)?.as_i128()?;
+                    Some(v.eq(int(value)))
+                })
+                .collect();
+            if !launch.is_empty() {
+                let pinned = Solver::new();
+                limit(&pinned, allowance);
+                for a in side.get_assertions() {
+                    pinned.assert(&a);
                 }
-                let m = side.get_model()?;
-                let lemmas = refinement(&m, products.iter(), divisions.iter());
-                if lemmas.is_empty() {
-                    let values = wanted
-                        .iter()
-                        .filter_map(|n| {
-                            let v = m.eval(&Int::new_const(unquoted(n)), false)?;
-                            // Leaves the query does not constrain stay free.
-                            Some((n.clone(), v.as_i128()?))
-                        })
-                        .collect();
+                for p in &launch {
+                    pinned.assert(p);
+                }
+                if let Ok(values) = refined(&pinned, " (launch values pinned)", None) {
                     return Some(values);
                 }
-                for l in &lemmas {
-                    side.assert(l);
-                }
             }
-            None
+            refined(&side, "", Some(first)).ok()
         })
     }
 
@@ -2568,7 +2764,7 @@ impl<'a> Encoder<'a> {
     /// exactly.
     fn in_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
         self.hints.clear();
-        self.degenerate_tried = false;
+        self.degenerate_tries = 0;
         let full = self.allowance;
         let mut pass = |this: &mut Self, pass: Pass, work: Work| {
             this.pass = pass;
@@ -2639,8 +2835,8 @@ impl<'a> Encoder<'a> {
         }
         solver.assert(goal);
         if self.pass == Pass::Unwrapped {
-            for q in self.wraps.values() {
-                solver.assert(q.eq(int(0)));
+            for pin in self.no_wrap() {
+                solver.assert(&pin);
             }
         }
         self.dump(&solver, &format!("{name}{}", self.pass.suffix()));
@@ -3117,6 +3313,8 @@ where
 /// Checks `solver` with the work left until `until`, within `clock`'s
 /// limits; none left is `unknown`.
 fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
+    // Fresh: what building the query cost is off this check's work.
+    read_meter();
     let w0 = work_done();
     let left = until.saturating_sub(w0);
     if left == 0 {
