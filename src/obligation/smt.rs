@@ -163,6 +163,11 @@ impl Clock {
 /// `Encoder::degenerate`): a linear query, cheap when it has a model.
 const DEGENERATE_WORK: Work = 600_000;
 
+/// The most one try of degenerate parameters may spend: up to three pin
+/// sets (`Encoder::degenerate_pins`), each a search in a context of its
+/// own and the pinned refinement here.
+const DEGENERATE_TRY_WORK: Work = 3 * 2 * DEGENERATE_WORK;
+
 /// The work limit that `ms` milliseconds nominally stand for.
 pub fn work_for_ms(ms: u64) -> Work {
     ms.saturating_mul(WORK_PER_MS)
@@ -1687,7 +1692,7 @@ impl<'a> Encoder<'a> {
         // obligations is often spent before its first linear model, so an
         // alarm they find would otherwise wait for the second round.
         if self.degenerate_tries == 0 {
-            if let Some(found) = self.aside(&mut deadline, DEGENERATE_WORK * 6, |this| this.degenerate(solver)) {
+            if let Some(found) = self.aside(&mut deadline, DEGENERATE_TRY_WORK, |this| this.degenerate(solver)) {
                 return (SatResult::Sat, Some(found));
             }
         }
@@ -1727,7 +1732,7 @@ impl<'a> Encoder<'a> {
                 // query's text: they often decide what the search without
                 // them leaves open.
                 if self.degenerate_tries == 1 {
-                    if let Some(found) = self.aside(&mut deadline, DEGENERATE_WORK * 6, |this| this.degenerate(solver))
+                    if let Some(found) = self.aside(&mut deadline, DEGENERATE_TRY_WORK, |this| this.degenerate(solver))
                     {
                         return (SatResult::Sat, Some(found));
                     }
@@ -1991,8 +1996,8 @@ impl<'a> Encoder<'a> {
     /// moves the query's `deadline` (and the clock) on, so a failed try
     /// leaves the searches after it the work they had. Pinned searches are
     /// linear and cheap when they succeed; charged to the pass, they would
-    /// get only what a slow first model left of it.
-    /// `work` is what `f` may spend at most: its clock.
+    /// get only what a slow first model left of it. `work` is the most `f`
+    /// may spend: its clock is set for that much.
     fn aside<T>(&mut self, deadline: &mut Work, work: Work, f: impl FnOnce(&mut Self) -> T) -> T {
         let before = work_done();
         self.clock = self.clock_for(work);
