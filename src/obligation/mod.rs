@@ -212,7 +212,7 @@ fn describe(kind: AccessKind) -> &'static str {
 
 /// Decides the memory-ordering condition of one kernel instantiation.
 pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
-    smt::in_fresh_context(|| check_memory_here(kernel, model, options))
+    smt::in_fresh_context(|| smt::within_budget(options.budget, || check_memory_here(kernel, model, options)))
 }
 
 /// [`check_memory`] in the current Z3 context.

@@ -137,7 +137,7 @@ type DivergenceKey = (u32, Vec<crate::ir::term::SymbolId>, Group);
 
 /// Decides the participation condition of one kernel instantiation.
 pub fn check_participation(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> ParticipationResult {
-    smt::in_fresh_context(|| check_here(kernel, model, options))
+    smt::in_fresh_context(|| smt::within_budget(options.budget, || check_here(kernel, model, options)))
 }
 
 /// [`check_participation`] in the current Z3 context.

@@ -194,12 +194,15 @@ pub fn work_done() -> Work {
 fn read_meter() -> Work {
     // One meter per context: creating a solver costs a unit of work, so a
     // fresh one per reading would make the readings change the count they
-    // read.
+    // read. The meter is a solver of the `skip` tactic: Z3 reports the
+    // context's count with any solver's statistics, and a full SMT solver
+    // would first be set up (all its theories) and then list every one of
+    // their counters, which took a third of a short audit's time.
     let context = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
     METER.with(|m| {
         let mut m = m.borrow_mut();
         if m.as_ref().is_none_or(|(c, _, _)| *c != context) {
-            *m = Some((context, Solver::new(), 0));
+            *m = Some((context, z3::Tactic::new("skip").solver(), 0));
         }
         let (_, meter, reading) = m.as_mut().expect("a meter");
         *reading = meter
@@ -220,6 +223,33 @@ thread_local! {
     static METER: std::cell::RefCell<Option<(usize, Solver, Work)>> = const { std::cell::RefCell::new(None) };
     /// Work done in contexts other than the current one (see [`in_fresh_context`]).
     static WORK_BEFORE: std::cell::Cell<Work> = const { std::cell::Cell::new(0) };
+}
+
+thread_local! {
+    /// The work count at which the current condition's budget ends (see
+    /// [`within_budget`]): no check runs past it.
+    static BUDGET_END: std::cell::Cell<Work> = const { std::cell::Cell::new(Work::MAX) };
+}
+
+/// Runs `f` with at most `budget` more work for every check it makes,
+/// whatever limits the searches inside set themselves: heuristics with work
+/// of their own (`Encoder::aside`) would otherwise run on after the
+/// kernel's budget is spent (with a budget of 1 ms, the audit of ggml
+/// took 64 s of CPU, most of it in such searches). Nested budgets keep the
+/// nearer end.
+pub fn within_budget<R>(budget: Work, f: impl FnOnce() -> R) -> R {
+    /// Restores the outer end, also when `f` panics (the audit catches
+    /// panics per kernel and goes on with this thread).
+    struct Restore(Work);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUDGET_END.with(|b| b.set(self.0));
+        }
+    }
+    let end = work_done().saturating_add(budget);
+    let outer = BUDGET_END.with(|b| b.replace(b.get().min(end)));
+    let _restore = Restore(outer);
+    f()
 }
 
 /// Runs `f` in a Z3 context of its own. Z3 orders its search by term ids,
@@ -3321,7 +3351,7 @@ fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
     // Fresh: what building the query cost is off this check's work.
     read_meter();
     let w0 = work_done();
-    let left = until.saturating_sub(w0);
+    let left = until.min(BUDGET_END.with(|b| b.get())).saturating_sub(w0);
     if left == 0 {
         return SatResult::Unknown;
     }
