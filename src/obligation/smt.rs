@@ -235,8 +235,8 @@ thread_local! {
 /// whatever limits the searches inside set themselves: heuristics with work
 /// of their own (`Encoder::aside`) would otherwise run on after the
 /// kernel's budget is spent (with a budget of 1 ms, the audit of ggml
-/// took 64 s of CPU, most of it in such searches). Nested budgets keep the
-/// nearer end.
+/// took 64 s of CPU, 22 s of it in such searches). Nested budgets keep
+/// the nearer end.
 pub fn within_budget<R>(budget: Work, f: impl FnOnce() -> R) -> R {
     /// Restores the outer end, also when `f` panics (the audit catches
     /// panics per kernel and goes on with this thread).
