@@ -1223,7 +1223,11 @@ impl<'a> Encoder<'a> {
                     _ => (ca, cb),
                 };
                 if self.pass == Pass::Abstract && Self::is_hard(op, ca, cb, bits) {
-                    return Dynamic::from_ast(&self.abstract_op(t, op, opty, x, y));
+                    let v = self.abstract_op(t, op, opty, x, y);
+                    if op == BinOp::Mul {
+                        self.recomposition(a, b, inst, &v);
+                    }
+                    return Dynamic::from_ast(&v);
                 }
                 let d = |i: Int| Dynamic::from_ast(&i);
                 let out = match op {
@@ -1246,6 +1250,7 @@ impl<'a> Encoder<'a> {
                     BinOp::Mul => {
                         let (ia, ib) = (self.interval(a), self.interval(b));
                         let p = self.product(x, y, ia, ib);
+                        self.recomposition(a, b, inst, &p);
                         d(self.wrap(t, inst, p))
                     }
                     BinOp::Div | BinOp::Rem => {
@@ -1579,6 +1584,44 @@ impl<'a> Encoder<'a> {
             exact: false,
         });
         p
+    }
+
+    /// `(n / d) * d` is `n - n % d` for `d ≠ 0` (C's division identity),
+    /// stated for the product `p` of factors `a` and `b` when one is a
+    /// quotient by the other. An index split by a divisor and put back
+    /// together (`i / n * n + i % n`: row-major offsets rebuilt from a flat
+    /// index) is then the index again, linearly, and two threads' offsets
+    /// are equal only where their indices are; without it the abstractions
+    /// learn the identity value by value (ggml's pool2d_nchw_kernel: one
+    /// obligation, two seconds of refinement rounds).
+    fn recomposition(&mut self, a: &Term, b: &Term, inst: usize, p: &Int) {
+        for (quotient, divisor) in [(a, b), (b, a)] {
+            let TermKind::Binary(BinOp::Div, ty, n, d) = &quotient.kind else {
+                continue;
+            };
+            if d.id != divisor.id || !ty.is_int() {
+                continue;
+            }
+            let (ne, de, qe) = (
+                self.enc_int(n, inst),
+                self.enc_int(d, inst),
+                self.enc_int(quotient, inst),
+            );
+            // The remainder as the pass encodes `n % d`: the same term when
+            // the kernel computes it too.
+            let (q, r) = if self.pass == Pass::Abstract {
+                let name = format!("{}.{:?}", crate::ir::term::ty_name(*ty), BinOp::Rem);
+                let args = [Dynamic::from_ast(&ne), Dynamic::from_ast(&de)];
+                (qe.clone(), Self::as_int(self.uf(&name, &args, *ty)))
+            } else {
+                self.division(ne.clone(), de.clone())
+            };
+            // The quotient as computed (after any wrap-around) is the one
+            // of the identity; it differs only where division overflows.
+            let premise = Bool::and(&[de.eq(int(0)).not(), qe.eq(&q)]);
+            self.defs.push(premise.implies(p.eq(Int::sub(&[ne, r]))));
+            return;
+        }
     }
 
     /// Sign and magnitude facts of `p = x * y` (as incremental
