@@ -223,9 +223,6 @@ thread_local! {
     static METER: std::cell::RefCell<Option<(usize, Solver, Work)>> = const { std::cell::RefCell::new(None) };
     /// Work done in contexts other than the current one (see [`in_fresh_context`]).
     static WORK_BEFORE: std::cell::Cell<Work> = const { std::cell::Cell::new(0) };
-}
-
-thread_local! {
     /// The work count at which the current condition's budget ends (see
     /// [`within_budget`]): no check runs past it.
     static BUDGET_END: std::cell::Cell<Work> = const { std::cell::Cell::new(Work::MAX) };
@@ -1419,9 +1416,7 @@ impl<'a> Encoder<'a> {
     /// stride alike), nothing else. Sound for `unsat` only.
     fn abstract_op(&mut self, t: &Term, op: BinOp, opty: ScalarTy, x: Int, y: Int) -> Int {
         self.abstracted = true;
-        let name = format!("{}.{op:?}", crate::ir::term::ty_name(opty));
-        let args = [Dynamic::from_ast(&x), Dynamic::from_ast(&y)];
-        let v = Self::as_int(self.uf(&name, &args, t.ty));
+        let v = self.op_uf(op, opty, &x, &y, t.ty);
         if let Some((lo, hi)) = self.interval(t) {
             self.defs.push(v.ge(int(lo)));
             self.defs.push(v.le(int(hi)));
@@ -1445,6 +1440,15 @@ impl<'a> Encoder<'a> {
             _ => {}
         }
         v
+    }
+
+    /// The uninterpreted function of the abstract pass for `op` computed in
+    /// `opty`, applied to `x` and `y`: one function per operation and type,
+    /// so equal operands give one term.
+    fn op_uf(&mut self, op: BinOp, opty: ScalarTy, x: &Int, y: &Int, ty: ScalarTy) -> Int {
+        let name = format!("{}.{op:?}", crate::ir::term::ty_name(opty));
+        let args = [Dynamic::from_ast(x), Dynamic::from_ast(y)];
+        Self::as_int(self.uf(&name, &args, ty))
     }
 
     /// Notes an abstract quotient or remainder `v` of `x` by `y`. Once both
@@ -1610,9 +1614,7 @@ impl<'a> Encoder<'a> {
             // The remainder as the pass encodes `n % d`: the same term when
             // the kernel computes it too.
             let (q, r) = if self.pass == Pass::Abstract {
-                let name = format!("{}.{:?}", crate::ir::term::ty_name(*ty), BinOp::Rem);
-                let args = [Dynamic::from_ast(&ne), Dynamic::from_ast(&de)];
-                (qe.clone(), Self::as_int(self.uf(&name, &args, *ty)))
+                (qe.clone(), self.op_uf(BinOp::Rem, *ty, &ne, &de, *ty))
             } else {
                 self.division(ne.clone(), de.clone())
             };
@@ -2198,11 +2200,9 @@ impl<'a> Encoder<'a> {
             }
         }
         let clock = self.clock;
-        let allowance = self.allowance;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         in_fresh_context(move || {
-            let side = Solver::new();
-            limit(&side, allowance);
+            let side = self.new_solver();
             side.from_string(text);
             let c = |n: &String| Int::new_const(unquoted(n));
             let products: Vec<Product> = products
@@ -2288,14 +2288,7 @@ impl<'a> Encoder<'a> {
                 })
                 .collect();
             if !launch.is_empty() {
-                let pinned = Solver::new();
-                limit(&pinned, allowance);
-                for a in side.get_assertions() {
-                    pinned.assert(&a);
-                }
-                for p in &launch {
-                    pinned.assert(p);
-                }
+                let pinned = self.copy_of(&side, &launch);
                 if let Ok(values) = refined(&pinned, " (launch values pinned)", None) {
                     return Some(values);
                 }
