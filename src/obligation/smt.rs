@@ -37,6 +37,7 @@ use crate::ir::term::{symbols_of, SymbolId, Term, TermKind};
 use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, SymKind, UnOp};
 use crate::verdict::{ThreadWitness, Witness};
 
+mod normal;
 mod participation;
 mod radix;
 mod watchdog;
@@ -2706,8 +2707,10 @@ impl<'a> Encoder<'a> {
                 let w1 = self.enc_int(&b.width, 1);
                 let overlap = Bool::and(&[o0.lt(Int::add(&[o1.clone(), w1])), o1.lt(Int::add(&[o0.clone(), w0]))]);
                 let mut lemmas = self.radix_lemmas(&a.offset, &b.offset, o0.eq(&o1));
-                if !lemmas.is_empty() {
-                    lemmas.extend(self.overlap_is_equality(&a.offset, &b.offset, [&a.width, &b.width], &overlap));
+                if lemmas.1.len() > lemmas.0 {
+                    lemmas
+                        .1
+                        .extend(self.overlap_is_equality(&a.offset, &b.offset, [&a.width, &b.width], &overlap));
                 }
                 self.use_lemmas(lemmas, &mut side);
                 overlap
@@ -2749,9 +2752,14 @@ impl<'a> Encoder<'a> {
         (Bool::and(&[pc0, pc1, u]), side)
     }
 
-    /// Adds mixed-radix `lemmas` to `side` in the pass that wants them,
-    /// and notes whether there were any (see [`Self::in_passes`]).
-    fn use_lemmas(&mut self, lemmas: Vec<Bool>, side: &mut Vec<Bool>) {
+    /// Adds `lemmas` to `side`: the first `identities` (normal forms) in
+    /// every pass, the mixed-radix ones in the pass that wants them, and
+    /// notes whether there were any of those (see [`Self::in_passes`]).
+    fn use_lemmas(&mut self, (identities, mut lemmas): (usize, Vec<Bool>), side: &mut Vec<Bool>) {
+        let identities: Vec<Bool> = lemmas.drain(..identities).collect();
+        if self.pass != Pass::Unwrapped {
+            side.extend(identities);
+        }
         self.splits |= !lemmas.is_empty();
         if self.lemmas {
             side.extend(lemmas);
@@ -2841,6 +2849,14 @@ impl<'a> Encoder<'a> {
             this.pass = pass;
             this.allowance = work;
             let out = once(this);
+            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                let what = match &out {
+                    Outcome::Unsat => "unsat".to_string(),
+                    Outcome::Sat { .. } => "sat".to_string(),
+                    Outcome::Unknown(why) => format!("unknown ({why})"),
+                };
+                eprintln!("  pass {pass:?} ({} units): {what}", work);
+            }
             this.pass = Pass::Exact;
             this.allowance = full;
             out

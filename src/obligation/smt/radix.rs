@@ -67,9 +67,24 @@ impl Monomial {
     /// `self / f` when `f` is one of its factors: the coefficient takes the
     /// scale, and one occurrence of `f` goes.
     fn divided_by(&self, f: &Term) -> Option<Monomial> {
-        let at = self.factors.iter().position(|x| x.id == f.id)?;
         let mut factors = self.factors.clone();
-        factors.remove(at);
+        match self.factors.iter().position(|x| x.id == f.id) {
+            Some(at) => {
+                factors.remove(at);
+            }
+            // A product (`d*h` in `s*(d*h)*n`): each of its factors goes.
+            None => {
+                let (mut scale, mut own, mut fits) = (1, Vec::new(), Vec::new());
+                product_factors(f, &mut scale, &mut own, &mut fits)?;
+                if scale != 1 || own.len() < 2 {
+                    return None;
+                }
+                for x in own {
+                    let at = factors.iter().position(|y| y.id == x.id)?;
+                    factors.remove(at);
+                }
+            }
+        }
         Some(Monomial {
             coef: self.coef.checked_mul(self.scale)?,
             term: (factors.len() == 1).then(|| factors[0].clone()),
@@ -103,6 +118,23 @@ fn product_factors(t: &Term, scale: &mut i128, factors: &mut Vec<Term>, fits: &m
         _ => factors.push(t.clone()),
     }
     Some(())
+}
+
+/// The signed products within the product `t` (its factors' own, and `t`).
+fn products_in(t: &Term, out: &mut Vec<Term>) {
+    let signed = |ty: &ScalarTy| matches!(ty, ScalarTy::Int { signed: true, .. });
+    match &t.kind {
+        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => products_in(a, out),
+        TermKind::Binary(BinOp::Mul, opty, a, b) if signed(opty) && t.ty == *opty => {
+            if a.as_int().is_none() && b.as_int().is_none() && !out.iter().any(|p| p.id == t.id) {
+                out.push(t.clone());
+            }
+            products_in(a, out);
+            products_in(b, out);
+        }
+        TermKind::Binary(BinOp::Shl, opty, a, _) if signed(opty) && t.ty == *opty => products_in(a, out),
+        _ => {}
+    }
 }
 
 /// A term as a sum of monomials, valid under `fits`: conversions passed
@@ -163,12 +195,86 @@ fn constant<'t>(a: &'t Term, b: &'t Term) -> Option<(i128, &'t Term)> {
 impl Encoder<'_> {
     /// Mixed-radix lemmas for records at offsets `a` (thread 0) and `b`
     /// (thread 1) given that `equal` says the offsets are equal.
-    pub(super) fn radix_lemmas(&mut self, a: &Term, b: &Term, equal: Bool) -> Vec<Bool> {
+    /// With the normal forms of offsets that unpack an index and rebuild
+    /// it (see `normal`), stated first: `(normal-form identities, all
+    /// lemmas)`.
+    pub(super) fn radix_lemmas(&mut self, a: &Term, b: &Term, equal: Bool) -> (usize, Vec<Bool>) {
         let mut out = Vec::new();
-        if let (Some(x), Some(y)) = (Sum::of(a, 1), Sum::of(b, 1)) {
+        let mut identities = 0;
+        let forms = super::normal::Normalizer::default().normal_forms(&[a, b]);
+        if let Some(Ok::<[_; 2], _>(forms)) = forms.map(TryInto::try_into) {
+            // Offsets that unpack an index and rebuild it: each equals its
+            // normal form, and the forms split.
+            let sums = forms.map(|form| Sum {
+                monos: form
+                    .into_iter()
+                    .map(|(factors, coef)| match factors.as_slice() {
+                        [] => Monomial::constant(coef),
+                        _ => Monomial {
+                            coef,
+                            term: (factors.len() == 1).then(|| factors[0].clone()),
+                            scale: 1,
+                            factors,
+                            fits: Vec::new(),
+                        },
+                    })
+                    .collect(),
+                fits: Vec::new(),
+            });
+            let mut premises = vec![equal];
+            for (inst, (t, sum)) in [a, b].into_iter().zip(&sums).enumerate() {
+                let value = self.sum_value(&sum.monos, 1, inst);
+                let offset = self.enc_int(t, inst);
+                let mut own = Vec::new();
+                let mut seen = HashSet::new();
+                for u in std::iter::once(t).chain(sum.monos.iter().flat_map(|m| &m.factors)) {
+                    self.defined(u, inst, &mut seen, &mut own);
+                }
+                let own = Bool::and(&own);
+                out.push(own.implies(offset.eq(&value)));
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    eprintln!("normal form {inst}: {}", out.last().unwrap());
+                }
+                premises.push(own);
+                identities += 1;
+            }
+            let [x, y] = sums;
+            self.split(Bool::and(&premises), [x, y], MAX_DEPTH, &mut out);
+        } else if let (Some(x), Some(y)) = (Sum::of(a, 1), Sum::of(b, 1)) {
             self.split(equal, [x, y], MAX_DEPTH, &mut out);
         }
-        out
+        (identities, out)
+    }
+
+    /// That `t` has its value in integers in thread `inst`: none of its
+    /// signed operations (quotients included) wraps, and no divisor is
+    /// zero. (Undefined behaviour otherwise, which the query assumes
+    /// away; as premises, the normal forms are theorems.) Call after
+    /// encoding `t`: the wraps are the encoding's.
+    fn defined(&mut self, t: &Term, inst: usize, seen: &mut HashSet<(u32, usize)>, out: &mut Vec<Bool>) {
+        let inst = if inst == 1 && self.shared_with_first(t) {
+            0
+        } else {
+            inst
+        };
+        if !seen.insert((t.id, inst)) {
+            return;
+        }
+        let signed = matches!(t.ty, ScalarTy::Int { signed: true, .. });
+        if signed {
+            if let Some(q) = self.wraps.get(&(t.id, inst)) {
+                out.push(q.eq(int(0)));
+            }
+        }
+        if let TermKind::Binary(BinOp::Div | BinOp::Rem, opty, _, d) = &t.kind {
+            if opty.is_int() && d.as_int().is_none() {
+                let d = self.enc_int(d, inst);
+                out.push(d.eq(int(0)).not());
+            }
+        }
+        for c in t.children() {
+            self.defined(c, inst, seen, out);
+        }
     }
 
     /// `overlap → a = b` when both offsets are multiples of a number at
@@ -208,26 +314,33 @@ impl Encoder<'_> {
                 TermKind::Symbol(_) | TermKind::Builtin(Builtin::ThreadIdx(_) | Builtin::BlockIdx(_))
             )
         };
-        let mut candidates: Vec<(usize, Term)> = Vec::new();
-        for f in sums.iter().flat_map(|s| &s.monos).flat_map(|m| &m.factors) {
-            if candidates.iter().any(|(_, c)| c.id == f.id)
+        // Products the kernel computes count as one factor (`d*h` of
+        // `s*(d*h)*n + y*(d*h) + x`, where the guard bounds `x` by `d*h`).
+        let mut products = Vec::new();
+        for t in sums.iter().flat_map(|s| &s.monos).filter_map(|m| m.term.as_ref()) {
+            products_in(t, &mut products);
+        }
+        let mut candidates: Vec<(usize, usize, Term)> = Vec::new();
+        for f in sums
+            .iter()
+            .flat_map(|s| &s.monos)
+            .flat_map(|m| &m.factors)
+            .chain(&products)
+        {
+            if candidates.iter().any(|(_, _, c)| c.id == f.id)
                 || crate::ir::term::mentions(f, &mut { per_thread }, &mut HashSet::new())
             {
                 continue;
             }
-            let divides = |s: &Sum| {
-                s.monos
-                    .iter()
-                    .filter(|m| m.factors.iter().any(|x| x.id == f.id))
-                    .count()
-            };
+            let divides = |s: &Sum| s.monos.iter().filter(|m| m.divided_by(f).is_some()).count();
             let (d0, d1) = (divides(&sums[0]), divides(&sums[1]));
             if d0 > 0 && d1 > 0 {
-                candidates.push((d0 + d1, f.clone()));
+                candidates.push((d0 + d1, crate::ir::term::dag_size(f), f.clone()));
             }
         }
-        candidates.sort_by_key(|(n, f)| (std::cmp::Reverse(*n), f.id));
-        for (_, f) in candidates.into_iter().take(MAX_FACTORS) {
+        // The most shared first; of those, the widest product.
+        candidates.sort_by_key(|(n, size, f)| (std::cmp::Reverse(*n), std::cmp::Reverse(*size), f.id));
+        for (_, _, f) in candidates.into_iter().take(MAX_FACTORS) {
             if out.len() >= MAX_LEMMAS {
                 return;
             }
@@ -236,8 +349,8 @@ impl Encoder<'_> {
     }
 
     /// One lemma: `sums[i] = c*f*high[i] + low[i]`; equal sums with both
-    /// lows in `[0, c*f)` (and `f` alike in both threads) have equal highs
-    /// and equal lows.
+    /// lows in `[0, |c*f|)` (and `f` alike in both threads) have equal
+    /// highs and equal lows.
     fn split_by(&mut self, equal: &Bool, sums: &[Sum; 2], f: &Term, depth: usize, out: &mut Vec<Bool>) {
         let mut parts: Vec<(Sum, Sum)> = Vec::new();
         for s in sums {
@@ -268,7 +381,10 @@ impl Encoder<'_> {
             let hv = self.sum_value(&high.monos, c, inst);
             let lv = self.sum_value(&low.monos, 1, inst);
             premise.push(lv.ge(int(0)));
-            premise.push(lv.lt(Int::mul(&[int(c), h.clone()])));
+            // Below `|c*f|`: a negative extent (a parameter of any sign)
+            // spaces the highs as far apart.
+            let ch = Int::mul(&[int(c), h.clone()]);
+            premise.push(Bool::or(&[lv.lt(&ch), lv.lt(ch.unary_minus())]));
             highs.push(hv);
             lows.push(lv);
             hs.push(h);
@@ -312,14 +428,32 @@ impl Encoder<'_> {
             let v = match (&m.term, m.factors.as_slice()) {
                 (Some(t), _) => self.enc_int(t, inst),
                 (None, []) => int(1),
-                (None, [first, rest @ ..]) => {
+                (None, factors) => {
+                    // Factors of one possible value (a block extent the
+                    // launch fixes) are constants.
+                    let mut scale = 1i128;
+                    let mut rest = Vec::new();
+                    for f in factors {
+                        match self.interval(f) {
+                            Some((lo, hi)) if lo == hi => scale = scale.saturating_mul(lo),
+                            _ => rest.push(f.clone()),
+                        }
+                    }
+                    let Some((first, rest)) = rest.split_first() else {
+                        parts.push(int(m.coef / c * scale));
+                        continue;
+                    };
                     let mut acc = self.enc_int(first, inst);
                     for f in rest {
                         let x = self.enc_int(f, inst);
                         let args = [Dynamic::from_ast(&acc), Dynamic::from_ast(&x)];
                         acc = Self::as_int(self.uf("radix.mul", &args, ScalarTy::I64));
                     }
-                    acc
+                    if scale == 1 {
+                        acc
+                    } else {
+                        Int::mul(&[int(scale), acc])
+                    }
                 }
             };
             parts.push(Int::mul(&[int(m.coef / c), v]));

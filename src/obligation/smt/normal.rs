@@ -1,0 +1,384 @@
+//! Normal forms of index arithmetic that splits a flat index and puts it
+//! back together.
+//!
+//! Kernels unpack a flat thread index into coordinates with `/` and `%`
+//! (`x = i % W`, `y = (i / W) % H`, `n = i / (W*H)`) and compute an offset
+//! from them (`n*(H*W) + y*W + x`), often with the radices in another order
+//! or grouped differently (`(i / C) % W` beside `i / (C*W)`). The offset is
+//! `i` again, but only by C's division identity (`a % d = a - (a/d)*d`) and
+//! the nesting of quotients (`(a/b)/c = a/(b*c)`), which Z3's nonlinear
+//! arithmetic does not find. Here the offset becomes a polynomial over
+//! atoms: terms taken whole and the kernel's own quotients, a quotient
+//! named by its dividend's and divisor's normal forms, so `(i / C) / W`
+//! and `i / (C*W)` are one atom. Remainders expand into their quotient
+//! (when the kernel computes that quotient: an atom must be a term the
+//! encoder has), and like monomials cancel.
+//!
+//! The identities hold in integers for non-zero divisors and signed
+//! arithmetic that does not overflow (undefined behaviour, which the
+//! query assumes away): the encoder states them as the form's premises
+//! (see `Encoder::normal_lemmas`). Conversions are passed only where
+//! their types keep every value (a narrowing one is an atom). Truncating
+//! division obeys the nesting for every sign: `trunc(trunc(a/b)/c) =
+//! trunc(a/(b*c))`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::ir::term::{Term, TermKind};
+use crate::ir::{BinOp, ScalarTy, UnOp};
+
+/// A polynomial: sorted factor ids (repeated for powers) to coefficients.
+type Poly = BTreeMap<Vec<u32>, i128>;
+
+/// Monomials per polynomial before the form gives up (products of sums
+/// multiply out).
+const MAX_MONOMIALS: usize = 32;
+/// Factors per monomial.
+const MAX_DEGREE: usize = 8;
+
+/// A quotient's identity: its dividend's and divisor's normal forms and
+/// the type it divides in.
+type QuotKey = (Vec<(Vec<u32>, i128)>, Vec<(Vec<u32>, i128)>, ScalarTy);
+
+/// The normal form of a term: `(factors, coefficient)` pairs, whose
+/// products summed are the term's value.
+pub(super) type Normal = Vec<(Vec<Term>, i128)>;
+
+/// Normal forms of the terms of one obligation (quotients found in one
+/// are atoms of all).
+#[derive(Default)]
+pub(super) struct Normalizer {
+    atoms: HashMap<u32, Term>,
+    quotients: HashMap<QuotKey, Term>,
+    key_of: HashMap<u32, QuotKey>,
+    memo: HashMap<u32, Option<Poly>>,
+    /// Whether a remainder was expanded or a quotient met under another
+    /// name, and whether monomials cancelled: only both together make the
+    /// form news to the solver (an expansion that cancels nothing is the
+    /// same offset, longer, and slows the search for witnesses).
+    rewritten: bool,
+    cancelled: bool,
+}
+
+fn signed(ty: ScalarTy) -> bool {
+    matches!(ty, ScalarTy::Int { signed: true, .. })
+}
+
+/// Whether every value of `from` is one of `to` (a widening conversion).
+fn keeps_values(from: ScalarTy, to: ScalarTy) -> bool {
+    match (from, to) {
+        (ScalarTy::Int { bits: b1, signed: s1 }, ScalarTy::Int { bits: b2, signed: s2 }) => {
+            (s1 == s2 && b1 <= b2) || (!s1 && s2 && b1 < b2)
+        }
+        _ => false,
+    }
+}
+
+/// `p += scale * q`; notes in `cancelled` whether monomials cancelled.
+fn add(p: &mut Poly, q: &Poly, scale: i128, cancelled: &mut bool) -> Option<()> {
+    for (m, c) in q {
+        let e = p.entry(m.clone()).or_insert(0);
+        *e = e.checked_add(c.checked_mul(scale)?)?;
+        if *e == 0 {
+            p.remove(m);
+            *cancelled = true;
+        }
+    }
+    (p.len() <= MAX_MONOMIALS).then_some(())
+}
+
+fn mul(p: &Poly, q: &Poly, cancelled: &mut bool) -> Option<Poly> {
+    let mut out = Poly::new();
+    for (m1, c1) in p {
+        for (m2, c2) in q {
+            let mut m: Vec<u32> = m1.iter().chain(m2).copied().collect();
+            if m.len() > MAX_DEGREE {
+                return None;
+            }
+            m.sort_unstable();
+            add(&mut out, &BTreeMap::from([(m, c1.checked_mul(*c2)?)]), 1, cancelled)?;
+        }
+    }
+    Some(out)
+}
+
+fn constant(v: i128) -> Poly {
+    if v == 0 {
+        Poly::new()
+    } else {
+        BTreeMap::from([(Vec::new(), v)])
+    }
+}
+
+impl Normalizer {
+    /// Registers the quotients computed in `terms` (so that a remainder
+    /// met before its quotient finds it), then gives each term's normal
+    /// form; `None` unless a remainder or quotient was rewritten and
+    /// monomials cancelled (the form would tell the solver nothing new).
+    pub fn normal_forms(&mut self, terms: &[&Term]) -> Option<Vec<Normal>> {
+        // Twice: a quotient of a remainder (`(i % n) / m`) has its key only
+        // once the remainder's own quotient is known. Forms computed while
+        // registering may miss later quotients: forgotten after each round.
+        for _ in 0..2 {
+            let mut seen = std::collections::HashSet::new();
+            for t in terms {
+                self.register(t, &mut seen);
+            }
+            self.memo.clear();
+        }
+        self.rewritten = false;
+        self.cancelled = false;
+        let mut out = Vec::new();
+        for t in terms {
+            let poly = self.poly(t)?;
+            out.push(
+                poly.into_iter()
+                    .map(|(m, c)| (m.iter().map(|id| self.atoms[id].clone()).collect(), c))
+                    .collect(),
+            );
+        }
+        (self.rewritten && self.cancelled).then_some(out)
+    }
+
+    fn register(&mut self, t: &Term, seen: &mut std::collections::HashSet<u32>) {
+        if !seen.insert(t.id) {
+            return;
+        }
+        for c in t.children() {
+            self.register(c, seen);
+        }
+        if let TermKind::Binary(BinOp::Div, ty, x, d) = &t.kind {
+            if signed(*ty) && t.ty == *ty {
+                if let Some(key) = self.quotient_key(x, d, *ty) {
+                    self.quotients.entry(key.clone()).or_insert_with(|| t.clone());
+                    self.key_of.insert(t.id, key);
+                }
+            }
+        }
+    }
+
+    /// The identity of `x / d` in `ty`: a quotient of a quotient (in the
+    /// same type) divides the inner dividend by the product of divisors.
+    fn quotient_key(&mut self, x: &Term, d: &Term, ty: ScalarTy) -> Option<QuotKey> {
+        let px = self.poly(x)?;
+        let pd = self.poly(d)?;
+        if let Some(inner) = self.single_quotient(&px, ty) {
+            let (num, den, _) = inner;
+            let den: Poly = den.into_iter().collect();
+            let merged = mul(&den, &pd, &mut self.cancelled)?;
+            return Some((num, merged.into_iter().collect(), ty));
+        }
+        Some((px.into_iter().collect(), pd.into_iter().collect(), ty))
+    }
+
+    /// The key of `p` when `p` is one quotient of `ty` (coefficient 1).
+    fn single_quotient(&self, p: &Poly, ty: ScalarTy) -> Option<QuotKey> {
+        let (m, c) = p.iter().next().filter(|_| p.len() == 1)?;
+        let [id] = m.as_slice() else { return None };
+        let key = self.key_of.get(id).filter(|k| *c == 1 && k.2 == ty)?;
+        Some(key.clone())
+    }
+
+    fn atom(&mut self, t: &Term) -> Poly {
+        self.atoms.insert(t.id, t.clone());
+        BTreeMap::from([(vec![t.id], 1)])
+    }
+
+    /// The quotient atom `x / d` in `ty`: the term the kernel computes
+    /// under that identity.
+    fn quotient(&mut self, x: &Term, d: &Term, ty: ScalarTy) -> Option<Poly> {
+        let key = self.quotient_key(x, d, ty)?;
+        let q = self.quotients.get(&key)?.clone();
+        if let TermKind::Binary(BinOp::Div, _, qx, qd) = &q.kind {
+            if qx.id != x.id || qd.id != d.id {
+                self.rewritten = true;
+            }
+        }
+        Some(self.atom(&q))
+    }
+
+    fn poly(&mut self, t: &Term) -> Option<Poly> {
+        if let Some(p) = self.memo.get(&t.id) {
+            return p.clone();
+        }
+        let p = self.compute(t);
+        self.memo.insert(t.id, p.clone());
+        p
+    }
+
+    fn compute(&mut self, t: &Term) -> Option<Poly> {
+        let same = |opty: &ScalarTy| signed(*opty) && t.ty == *opty;
+        let whole = |this: &mut Self| Some(this.atom(t));
+        match &t.kind {
+            TermKind::Int(v) => Some(constant(*v)),
+            TermKind::Binary(op @ (BinOp::Add | BinOp::Sub), opty, a, b) if same(opty) => {
+                let (pa, pb) = (self.poly(a), self.poly(b));
+                let (Some(mut pa), Some(pb)) = (pa, pb) else {
+                    return whole(self);
+                };
+                let scale = if *op == BinOp::Sub { -1 } else { 1 };
+                add(&mut pa, &pb, scale, &mut self.cancelled)
+                    .map(|_| pa)
+                    .or_else(|| whole(self))
+            }
+            TermKind::Unary(UnOp::Neg, a) if signed(t.ty) => {
+                let Some(pa) = self.poly(a) else { return whole(self) };
+                let mut out = Poly::new();
+                add(&mut out, &pa, -1, &mut self.cancelled)
+                    .map(|_| out)
+                    .or_else(|| whole(self))
+            }
+            TermKind::Binary(BinOp::Mul, opty, a, b) if same(opty) => {
+                let (pa, pb) = (self.poly(a), self.poly(b));
+                let (Some(pa), Some(pb)) = (pa, pb) else {
+                    return whole(self);
+                };
+                mul(&pa, &pb, &mut self.cancelled).or_else(|| whole(self))
+            }
+            TermKind::Binary(BinOp::Shl, opty, a, b) if same(opty) => {
+                let Some(c) = b.as_int().filter(|c| (0..62).contains(c)) else {
+                    return whole(self);
+                };
+                let Some(pa) = self.poly(a) else { return whole(self) };
+                mul(&pa, &constant(1 << c), &mut self.cancelled).or_else(|| whole(self))
+            }
+            TermKind::Cast(a) if keeps_values(a.ty, t.ty) => self.poly(a).or_else(|| whole(self)),
+            TermKind::Binary(BinOp::Div, opty, x, d) if same(opty) => {
+                self.quotient(x, d, *opty).or_else(|| whole(self))
+            }
+            // `x % d = x - (x / d) * d`.
+            TermKind::Binary(BinOp::Rem, opty, x, d) if same(opty) => {
+                let expanded = (|| {
+                    let q = self.quotient(x, d, *opty)?;
+                    let (mut px, pd) = (self.poly(x)?, self.poly(d)?);
+                    let product = mul(&q, &pd, &mut self.cancelled)?;
+                    add(&mut px, &product, -1, &mut self.cancelled)?;
+                    Some(px)
+                })();
+                match expanded {
+                    Some(p) => {
+                        self.rewritten = true;
+                        Some(p)
+                    }
+                    None => whole(self),
+                }
+            }
+            _ => whole(self),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::term::Terms;
+    use crate::ir::{Builtin, Dim};
+
+    fn op(t: &mut Terms, op: BinOp, a: &Term, b: &Term) -> Term {
+        t.binary(op, ScalarTy::I32, a.clone(), b.clone())
+    }
+
+    /// `i` from the block and thread index (unsigned, converted: one atom).
+    fn flat_index(t: &mut Terms) -> Term {
+        let (b, n, x) = (
+            t.builtin(Builtin::BlockIdx(Dim::X)),
+            t.builtin(Builtin::BlockDim(Dim::X)),
+            t.builtin(Builtin::ThreadIdx(Dim::X)),
+        );
+        let bn = t.binary(BinOp::Mul, ScalarTy::U32, b, n);
+        let i = t.binary(BinOp::Add, ScalarTy::U32, bn, x);
+        t.cast(ScalarTy::I32, i)
+    }
+
+    fn only(forms: Option<Vec<Normal>>) -> Vec<(Vec<u32>, i128)> {
+        let mut forms = forms.expect("a normal form");
+        assert_eq!(forms.len(), 1);
+        forms
+            .remove(0)
+            .into_iter()
+            .map(|(f, c)| (f.iter().map(|x| x.id).collect(), c))
+            .collect()
+    }
+
+    #[test]
+    fn an_index_unpacked_channel_first_and_rebuilt_is_the_index() {
+        let mut t = Terms::new();
+        let (ch, w) = (t.param(0, ScalarTy::I32), t.param(1, ScalarTy::I32));
+        let i = flat_index(&mut t);
+        // c = i % ch; x = (i / ch) % w; y = i / (ch * w)
+        let c = op(&mut t, BinOp::Rem, &i, &ch);
+        let i_ch = op(&mut t, BinOp::Div, &i, &ch);
+        let x = op(&mut t, BinOp::Rem, &i_ch, &w);
+        let chw = op(&mut t, BinOp::Mul, &ch, &w);
+        let y = op(&mut t, BinOp::Div, &i, &chw);
+        // y * (w * ch) + x * ch + c: the product written the other way round.
+        let wch = op(&mut t, BinOp::Mul, &w, &ch);
+        let ys = op(&mut t, BinOp::Mul, &y, &wch);
+        let xs = op(&mut t, BinOp::Mul, &x, &ch);
+        let sum = op(&mut t, BinOp::Add, &ys, &xs);
+        let offset = op(&mut t, BinOp::Add, &sum, &c);
+        let form = only(Normalizer::default().normal_forms(&[&offset]));
+        // The conversion to `int` may change the value: it is the atom.
+        assert_eq!(form, vec![(vec![i.id], 1)]);
+    }
+
+    #[test]
+    fn a_quotient_of_a_quotient_is_the_quotient_by_the_product() {
+        let mut t = Terms::new();
+        let (a, b, n) = (
+            t.param(0, ScalarTy::I32),
+            t.param(1, ScalarTy::I32),
+            t.param(2, ScalarTy::I32),
+        );
+        // (n / a) % b * a + n % a == n - n / (a*b) * (a*b): the remainder's
+        // quotient (n / a) / b is the kernel's n / (a*b).
+        let na = op(&mut t, BinOp::Div, &n, &a);
+        let r = op(&mut t, BinOp::Rem, &na, &b);
+        let ra = op(&mut t, BinOp::Mul, &r, &a);
+        let low = op(&mut t, BinOp::Rem, &n, &a);
+        let sum = op(&mut t, BinOp::Add, &ra, &low);
+        let ab = op(&mut t, BinOp::Mul, &a, &b);
+        let nab = op(&mut t, BinOp::Div, &n, &ab);
+        let offset = op(&mut t, BinOp::Sub, &sum, &nab);
+        let form = only(Normalizer::default().normal_forms(&[&offset]));
+        let mut expected = vec![
+            (vec![n.id], 1),
+            (vec![nab.id], -1),
+            (
+                {
+                    let mut m = vec![a.id, b.id, nab.id];
+                    m.sort_unstable();
+                    m
+                },
+                -1,
+            ),
+        ];
+        expected.sort();
+        let mut form = form;
+        form.sort();
+        assert_eq!(form, expected);
+    }
+
+    #[test]
+    fn an_expansion_that_cancels_nothing_is_no_form() {
+        let mut t = Terms::new();
+        let (h, c) = (t.param(0, ScalarTy::I32), t.param(1, ScalarTy::I32));
+        let b = t.builtin(Builtin::BlockIdx(Dim::X));
+        let b = t.cast(ScalarTy::I32, b);
+        // (b / h) * c + (b % h) * 64: the remainder expands, nothing cancels.
+        let q = op(&mut t, BinOp::Div, &b, &h);
+        let r = op(&mut t, BinOp::Rem, &b, &h);
+        let qc = op(&mut t, BinOp::Mul, &q, &c);
+        let k = t.int(64, ScalarTy::I32);
+        let rk = op(&mut t, BinOp::Mul, &r, &k);
+        let offset = op(&mut t, BinOp::Add, &qc, &rk);
+        assert!(Normalizer::default().normal_forms(&[&offset]).is_none());
+        // Unsigned arithmetic wraps: its remainder stays whole.
+        let (x, d) = (t.param(2, ScalarTy::U32), t.param(3, ScalarTy::U32));
+        let q = t.binary(BinOp::Div, ScalarTy::U32, x.clone(), d.clone());
+        let r = t.binary(BinOp::Rem, ScalarTy::U32, x, d.clone());
+        let qd = t.binary(BinOp::Mul, ScalarTy::U32, q, d);
+        let sum = t.binary(BinOp::Add, ScalarTy::U32, qd, r);
+        assert!(Normalizer::default().normal_forms(&[&sum]).is_none());
+    }
+}
