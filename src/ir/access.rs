@@ -84,7 +84,16 @@ pub enum Origin {
     /// How far a barrier counter (a phase) has advanced since its loop was
     /// entered, where the advance per iteration is not a constant (an inner
     /// loop's trip count): counters never decrease, so it is `≥ 0`.
-    Progress { var: String },
+    /// `advance` is how far one iteration moves it (in that iteration's
+    /// values): a later iteration's progress is at least an earlier one's
+    /// plus its advance. At the loop's exit, `exit_of` names the progress
+    /// within the loop (the exit's is at least any iteration's plus its
+    /// advance).
+    Progress {
+        var: String,
+        advance: Option<Term>,
+        exit_of: Option<SymbolId>,
+    },
     /// An element of an access range (`memcpy`, a tile).
     Range,
     /// Stands for a variable's value at the top of an iteration while the
@@ -201,6 +210,10 @@ pub struct LoopRecord {
     pub escape: Term,
     /// Indices of the sync records created inside the loop: `[from, to)`.
     pub syncs: (usize, usize),
+    /// The thread leaves only where the test at the top of an iteration
+    /// fails (no `break`, no escape, not a `do`-loop): inside the body, the
+    /// iteration count is below the exit count.
+    pub exits_at_top: bool,
     pub span: Span,
 }
 

@@ -558,6 +558,8 @@ pub struct Encoder<'a> {
     splits: bool,
     /// Abstract quotients and remainders, one entry per pair of operands.
     divmods: Vec<DivMod>,
+    /// Exclusive ors met, `(x, y, x ^ y)`, per operation type.
+    xors: Vec<(ScalarTy, Int, Int, Int)>,
     /// Parameters that scale the obligation's offsets and appear nowhere
     /// else in its accesses: strides (see [`Self::solve`]).
     strides: Vec<u32>,
@@ -637,6 +639,7 @@ impl<'a> Encoder<'a> {
             nonlinear: Vec::new(),
             shifts: Vec::new(),
             divmods: Vec::new(),
+            xors: Vec::new(),
             hints: Vec::new(),
             degenerate_tries: 0,
             sliced: false,
@@ -691,6 +694,7 @@ impl<'a> Encoder<'a> {
         self.nonlinear.clear();
         self.shifts.clear();
         self.divmods.clear();
+        self.xors.clear();
         self.ltid = [None, None];
     }
 
@@ -1425,6 +1429,9 @@ impl<'a> Encoder<'a> {
         if matches!(op, BinOp::Div | BinOp::Rem) {
             self.quotient_and_rest(op, &x, &y, &v);
         }
+        if op == BinOp::BitXor {
+            self.xor_lemmas(opty, &x, &y, &v);
+        }
         let zero = int(0);
         match op {
             BinOp::Mul => self.sign_lemmas(&x, &y, &v),
@@ -1494,6 +1501,44 @@ impl<'a> Encoder<'a> {
             let same = Bool::and(&[y.eq(int(0)).not(), y.eq(&y1), q.eq(&q1), r.eq(&r1)]);
             self.defs.push(same.implies(x.eq(&x1)));
         }
+    }
+
+    /// Facts of `v = x ^ y` that bit-vectors give slowly and functions not
+    /// at all: its identities and bounds, and with every earlier exclusive
+    /// or of the type by an equal operand `m`, that `· ^ m` is injective
+    /// and its own inverse (`a ^ m = b` exactly when `b ^ m = a`). A
+    /// butterfly's partners (`t ^ j`) meet then only where the threads are
+    /// each other's partners (a bitonic sort's exchanges).
+    fn xor_lemmas(&mut self, opty: ScalarTy, x: &Int, y: &Int, v: &Int) {
+        let zero = int(0);
+        self.defs.push(y.eq(&zero).implies(v.eq(x)));
+        self.defs.push(x.eq(&zero).implies(v.eq(y)));
+        self.defs.push(x.eq(y).iff(v.eq(&zero)));
+        let nonneg = Bool::and(&[x.ge(&zero), y.ge(&zero)]);
+        // x ^ y = x + y - 2*(x & y), and x & y is at most either operand.
+        self.defs.push(nonneg.implies(Bool::and(&[
+            v.ge(&zero),
+            v.le(Int::add(&[x, y])),
+            v.ge(Int::sub(&[x, y])),
+            v.ge(Int::sub(&[y, x])),
+        ])));
+        let earlier: Vec<(Int, Int, Int)> = self
+            .xors
+            .iter()
+            .filter(|(t, ..)| *t == opty)
+            .map(|(_, a, b, w)| (a.clone(), b.clone(), w.clone()))
+            .collect();
+        for (x1, y1, v1) in earlier {
+            // Each operand of one as the mask, against each of the other.
+            for (a1, m1) in [(&x1, &y1), (&y1, &x1)] {
+                for (a2, m2) in [(x, y), (y, x)] {
+                    let same = m1.eq(m2);
+                    self.defs.push(same.implies(v1.eq(v).iff(a1.eq(a2))));
+                    self.defs.push(same.implies(v1.eq(a2).iff(v.eq(a1))));
+                }
+            }
+        }
+        self.xors.push((opty, x.clone(), y.clone(), v.clone()));
     }
 
     /// C division and remainder by a non-zero constant.
@@ -2582,7 +2627,8 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    fn symbol_facts(&mut self, syms: &[Vec<SymbolId>; 2], out: &mut Vec<Bool>) {
+    /// `inside`: the counters of the loops around each thread's point.
+    fn symbol_facts(&mut self, syms: &[Vec<SymbolId>; 2], inside: [&[SymbolId]; 2], out: &mut Vec<Bool>) {
         let same_block = self.same_block();
         let same_warp = self.same_warp();
         for &s in &syms[0] {
@@ -2605,7 +2651,9 @@ impl<'a> Encoder<'a> {
             let a = self.symbol_const(s, 0);
             let b = self.symbol_const(s, 1);
             out.push(Bool::and(&conds).implies(a.eq(&b)));
+            self.progress_facts(s, &conds, inside, out);
         }
+        self.exit_progress_facts(syms, inside, out);
         // Functional consistency of read-only loads (bounded: quadratic).
         let mut loads: Vec<(usize, SymbolId)> = Vec::new();
         for (inst, list) in syms.iter().enumerate() {
@@ -2648,6 +2696,109 @@ impl<'a> Encoder<'a> {
                 let vb = self.symbol_const(b, ib);
                 out.push(same_address.implies(va.eq(&vb)));
             }
+        }
+    }
+
+    /// A phase's progress through a loop, shared by both threads in one
+    /// iteration (`conds`: their scope, and the counters equal): a thread
+    /// in a later iteration has the progress of the earlier one's iteration
+    /// plus that iteration's advance at least (phases never go back). With
+    /// the exit count of an inner loop above the count of a thread inside
+    /// it, accesses of different iterations of a loop of inner loops of
+    /// barriers are then ordered (a bitonic sort's stages).
+    fn progress_facts(&mut self, s: SymbolId, conds: &[Bool], inside: [&[SymbolId]; 2], out: &mut Vec<Bool>) {
+        let info = self.model.symbol(s).clone();
+        let (
+            Origin::Progress {
+                advance: Some(advance), ..
+            },
+            Some((&own, outer)),
+        ) = (&info.origin, info.deps.split_last())
+        else {
+            return;
+        };
+        // The counters of the enclosing loops equal, this loop's apart.
+        let mut same = conds[..conds.len() - 1].to_vec();
+        debug_assert_eq!(conds.len(), outer.len() + 2);
+        let k = [self.symbol_const(own, 0), self.symbol_const(own, 1)].map(Self::as_int);
+        let p = [self.symbol_const(s, 0), self.symbol_const(s, 1)].map(Self::as_int);
+        let mut below = Vec::new();
+        for (a, b) in [(0, 1), (1, 0)] {
+            let step = self.enc_int(advance, a);
+            let later = Bool::and(&[same.clone(), vec![k[a].lt(&k[b])]].concat());
+            below.push(later.implies(p[b].ge(Int::add(&[p[a].clone(), step]))));
+            self.inner_exit_facts(advance, a, inside[a], out);
+        }
+        same.clear();
+        out.append(&mut below);
+    }
+
+    /// A phase's progress at a loop's exit in one thread, against its
+    /// progress in an iteration of the loop in the other thread (one
+    /// scope, the enclosing loops' counters equal, a loop left only at
+    /// the top: the iteration is before the exit): at least that
+    /// iteration's progress plus its advance.
+    fn exit_progress_facts(&mut self, syms: &[Vec<SymbolId>; 2], inside: [&[SymbolId]; 2], out: &mut Vec<Bool>) {
+        for (b, a) in [(0, 1), (1, 0)] {
+            for &e in &syms[b] {
+                let exit = self.model.symbol(e).clone();
+                let Origin::Progress { exit_of: Some(p), .. } = exit.origin else {
+                    continue;
+                };
+                let within = self.model.symbol(p).clone();
+                let Origin::Progress {
+                    advance: Some(advance), ..
+                } = &within.origin
+                else {
+                    continue;
+                };
+                let Some((&own, outer)) = within.deps.split_last() else {
+                    continue;
+                };
+                let at_top = self.model.loops.iter().any(|lr| lr.counter == own && lr.exits_at_top);
+                if !syms[a].contains(&p) || !inside[a].contains(&own) || !at_top || outer != exit.deps.as_slice() {
+                    continue;
+                }
+                let mut conds = vec![match exit.scope {
+                    Scope::Thread => continue,
+                    Scope::Warp => self.same_warp(),
+                    Scope::Block => self.same_block(),
+                    Scope::Grid => Bool::from_bool(true),
+                }];
+                for d in outer {
+                    let (x, y) = (self.symbol_const(*d, 0), self.symbol_const(*d, 1));
+                    conds.push(x.eq(&y));
+                }
+                let (pe, pa) = (self.symbol_const(e, b), self.symbol_const(p, a));
+                let step = self.enc_int(advance, a);
+                self.inner_exit_facts(advance, a, inside[a], out);
+                let bound = Self::as_int(pe).ge(Int::add(&[Self::as_int(pa), step]));
+                out.push(Bool::and(&conds).implies(bound));
+            }
+        }
+    }
+
+    /// `k < N` in thread `inst` for the exit counts `N` that `t` mentions
+    /// of loops left only at the top of an iteration and around the
+    /// thread's point (`inside`, their counters `k`): a thread inside such
+    /// a loop has not left it.
+    fn inner_exit_facts(&mut self, t: &Term, inst: usize, inside: &[SymbolId], out: &mut Vec<Bool>) {
+        let mut syms = Vec::new();
+        symbols_of(t, &mut syms, &mut HashSet::new());
+        for n in syms {
+            let Origin::ExitCount { label } = self.model.symbol(n).origin else {
+                continue;
+            };
+            let Some(lr) = self.model.loops.iter().find(|lr| {
+                lr.exits_at_top
+                    && inside.contains(&lr.counter)
+                    && matches!(self.model.symbol(lr.counter).origin, Origin::Counter { label: l } if l == label)
+            }) else {
+                continue;
+            };
+            let k = lr.counter;
+            let (kv, nv) = (self.symbol_const(k, inst), self.symbol_const(n, inst));
+            out.push(Self::as_int(kv).lt(Self::as_int(nv)));
         }
     }
 
@@ -2897,7 +3048,7 @@ impl<'a> Encoder<'a> {
         let mut facts = self.shape_facts();
         facts.extend(side);
         self.exit_facts(&mut syms, &mut facts);
-        self.symbol_facts(&syms, &mut facts);
+        self.symbol_facts(&syms, [&a.loops, &b.loops], &mut facts);
         self.decide(facts, &conflict, &format!("{i}_{j}"), &syms, |this, m| {
             this.witness(m, a, b, &syms)
         })

@@ -785,7 +785,16 @@ impl<'k> Exec<'k> {
                 let name = self.slot_name(slot);
                 let phase = slot >= self.kernel.vars.len();
                 let origin = if phase {
-                    Origin::Progress { var: name.clone() }
+                    // The iteration's advance, over the placeholders (the
+                    // rewrite below gives them their values).
+                    let end = st.vars[slot].clone().expect("assigned in the loop");
+                    let start = self.model.terms.symbol(ph, self.slot_ty(slot));
+                    let advance = self.model.terms.binary(BinOp::Sub, PHASE_TY, end, start);
+                    Origin::Progress {
+                        var: name.clone(),
+                        advance: Some(advance),
+                        exit_of: None,
+                    }
                 } else {
                     Origin::LoopValue { var: name.clone() }
                 };
@@ -853,7 +862,13 @@ impl<'k> Exec<'k> {
         for r in &mut self.model.loops[loop_mark..] {
             r.entry = self.model.terms.and(entry_reach.clone(), r.entry.clone());
         }
+        let escaped = self
+            .parked
+            .iter()
+            .any(|(key, v)| v.len() > parked_marks.get(key).copied().unwrap_or(0));
+        let exits_at_top = l.test_first && exits.len() == 1 && !escaped;
         self.model.loops.push(LoopRecord {
+            exits_at_top,
             counter: k_id,
             loops: inner.clone(),
             entry: entry_reach.clone(),
@@ -903,7 +918,11 @@ impl<'k> Exec<'k> {
                 };
                 let name = self.slot_name(slot);
                 let origin = match &self.model.symbol(f).origin {
-                    Origin::Progress { .. } => Origin::Progress { var: name.clone() },
+                    Origin::Progress { .. } => Origin::Progress {
+                        var: name.clone(),
+                        advance: None,
+                        exit_of: Some(f),
+                    },
                     _ => Origin::LoopValue { var: name.clone() },
                 };
                 let t = self.new_symbol(format!("{name}@exit"), self.slot_ty(slot), sc, origin, s.span);
@@ -1272,9 +1291,15 @@ impl<'k> Exec<'k> {
             r.phase.grid = t.substitute(&r.phase.grid, map, memo);
         }
         for s in &mut self.model.symbols[marks.symbols..] {
-            if let Origin::Load { offset, width, .. } = &mut s.origin {
-                *offset = t.substitute(offset, map, memo);
-                *width = t.substitute(width, map, memo);
+            match &mut s.origin {
+                Origin::Load { offset, width, .. } => {
+                    *offset = t.substitute(offset, map, memo);
+                    *width = t.substitute(width, map, memo);
+                }
+                Origin::Progress {
+                    advance: Some(advance), ..
+                } => *advance = t.substitute(advance, map, memo),
+                _ => {}
             }
         }
         let keys: Vec<(LabelId, bool)> = self.parked.keys().copied().collect();

@@ -176,7 +176,7 @@ impl Encoder<'_> {
             });
         }
         let (formula, mut facts) = self.goal_formula(goal, &parts);
-        self.symbol_facts(&syms, &mut facts);
+        self.symbol_facts(&syms, [&[], &[]], &mut facts);
         let name = format!("{goal:?}").replace(' ', "");
         let out = self.decide(facts, &formula, &name, &syms, |this, m| {
             this.participation_witness(m, goal, &parts, &syms)

@@ -137,6 +137,21 @@ fn products_in(t: &Term, out: &mut Vec<Term>) {
     }
 }
 
+/// The signed products of non-constants anywhere in `t`.
+fn products_within(t: &Term, out: &mut Vec<Term>, seen: &mut HashSet<u32>) {
+    if !seen.insert(t.id) {
+        return;
+    }
+    if let TermKind::Binary(BinOp::Mul, ScalarTy::Int { signed: true, .. }, a, b) = &t.kind {
+        if a.as_int().is_none() && b.as_int().is_none() && !out.iter().any(|p| p.id == t.id) {
+            out.push(t.clone());
+        }
+    }
+    for c in t.children() {
+        products_within(c, out, seen);
+    }
+}
+
 /// A term as a sum of monomials, valid under `fits`: conversions passed
 /// through whose operand must be within the target type for the value to
 /// be kept.
@@ -144,6 +159,10 @@ fn products_in(t: &Term, out: &mut Vec<Term>) {
 struct Sum {
     monos: Vec<Monomial>,
     fits: Vec<Term>,
+    /// Products the kernel computes that may divide the monomials, beyond
+    /// those within the monomials' own terms (a normal form's monomials
+    /// have none: they multiply out the kernel's products).
+    products: Vec<Term>,
 }
 
 impl Sum {
@@ -220,6 +239,16 @@ impl Encoder<'_> {
                     })
                     .collect(),
                 fits: Vec::new(),
+                products: Vec::new(),
+            });
+            let mut products = Vec::new();
+            let mut seen = HashSet::new();
+            for t in [a, b] {
+                products_within(t, &mut products, &mut seen);
+            }
+            let sums = sums.map(|s| Sum {
+                products: products.clone(),
+                ..s
             });
             let mut premises = vec![equal];
             for (inst, (t, sum)) in [a, b].into_iter().zip(&sums).enumerate() {
@@ -316,7 +345,7 @@ impl Encoder<'_> {
         };
         // Products the kernel computes count as one factor (`d*h` of
         // `s*(d*h)*n + y*(d*h) + x`, where the guard bounds `x` by `d*h`).
-        let mut products = Vec::new();
+        let mut products: Vec<Term> = sums.iter().flat_map(|s| s.products.clone()).collect();
         for t in sums.iter().flat_map(|s| &s.monos).filter_map(|m| m.term.as_ref()) {
             products_in(t, &mut products);
         }
@@ -356,6 +385,8 @@ impl Encoder<'_> {
         for s in sums {
             let (mut high, mut low) = (Sum::default(), Sum::default());
             high.fits = s.fits.clone();
+            high.products = s.products.clone();
+            low.products = s.products.clone();
             for m in &s.monos {
                 match m.divided_by(f) {
                     Some(q) => {
@@ -398,7 +429,10 @@ impl Encoder<'_> {
         // The quotients, as sums of their own (a quotient that is a term
         // is taken apart again), and the rests split again.
         let requotient = |(high, _): &(Sum, Sum)| {
-            let mut s = Sum::default();
+            let mut s = Sum {
+                products: high.products.clone(),
+                ..Sum::default()
+            };
             for m in &high.monos {
                 match &m.term {
                     Some(t) => s.add(t, m.coef / c)?,
