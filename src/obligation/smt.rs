@@ -2620,8 +2620,12 @@ impl<'a> Encoder<'a> {
                     if !syms[inst].contains(&n) {
                         syms[inst].push(n);
                     }
+                    // A thread leaving by a `break` (or at the bottom of a
+                    // `do`-loop) does so in iteration N itself.
+                    let at_top = self.model.loops.iter().any(|lr| lr.counter == k && lr.exits_at_top);
                     let (kv, nv) = (self.symbol_const(k, inst), self.symbol_const(n, inst));
-                    out.push(Self::as_int(kv).lt(Self::as_int(nv)));
+                    let (kv, nv) = (Self::as_int(kv), Self::as_int(nv));
+                    out.push(if at_top { kv.lt(&nv) } else { kv.le(&nv) });
                 }
             }
         }
