@@ -2721,20 +2721,20 @@ impl<'a> Encoder<'a> {
         else {
             return;
         };
-        // The counters of the enclosing loops equal, this loop's apart.
-        let mut same = conds[..conds.len() - 1].to_vec();
+        // The scope and the enclosing loops' counters equal (`conds` ends
+        // with this loop's counters equal), this loop's apart.
         debug_assert_eq!(conds.len(), outer.len() + 2);
+        let same = &conds[..conds.len() - 1];
         let k = [self.symbol_const(own, 0), self.symbol_const(own, 1)].map(Self::as_int);
         let p = [self.symbol_const(s, 0), self.symbol_const(s, 1)].map(Self::as_int);
-        let mut below = Vec::new();
+        let mut bounds = Vec::new();
         for (a, b) in [(0, 1), (1, 0)] {
             let step = self.enc_int(advance, a);
-            let later = Bool::and(&[same.clone(), vec![k[a].lt(&k[b])]].concat());
-            below.push(later.implies(p[b].ge(Int::add(&[p[a].clone(), step]))));
+            let later = Bool::and(&[same, &[k[a].lt(&k[b])]].concat());
+            bounds.push(later.implies(p[b].ge(Int::add(&[p[a].clone(), step]))));
             self.inner_exit_facts(advance, a, inside[a], out);
         }
-        same.clear();
-        out.append(&mut below);
+        out.append(&mut bounds);
     }
 
     /// A phase's progress at a loop's exit in one thread, against its

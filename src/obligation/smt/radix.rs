@@ -296,9 +296,15 @@ impl Encoder<'_> {
             }
         }
         if let TermKind::Binary(BinOp::Div | BinOp::Rem, opty, _, d) = &t.kind {
-            if opty.is_int() && d.as_int().is_none() {
-                let d = self.enc_int(d, inst);
-                out.push(d.eq(int(0)).not());
+            if opty.is_int() {
+                match d.as_int() {
+                    Some(0) => out.push(Bool::from_bool(false)),
+                    Some(_) => {}
+                    None => {
+                        let d = self.enc_int(d, inst);
+                        out.push(d.eq(int(0)).not());
+                    }
+                }
             }
         }
         for c in t.children() {
@@ -407,6 +413,11 @@ impl Encoder<'_> {
         let mut lows = Vec::new();
         let mut hs = Vec::new();
         for (inst, (high, low)) in parts.iter().enumerate() {
+            // A product `f` as the kernel computes it may have wrapped in
+            // this thread (one of the other's offset), but its factors are
+            // launch values, alike in both threads, and a wrapped value is
+            // smaller than the true one: rests below it are below the true
+            // product too, so the lemma needs no premise on `f`.
             let h = self.enc_int(f, inst);
             premise.extend(self.fits_premises(&high.fits, inst));
             let hv = self.sum_value(&high.monos, c, inst);
