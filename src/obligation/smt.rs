@@ -2622,10 +2622,9 @@ impl<'a> Encoder<'a> {
                     }
                     // A thread leaving by a `break` (or at the bottom of a
                     // `do`-loop) does so in iteration N itself.
-                    let at_top = self.model.loops.iter().any(|lr| lr.counter == k && lr.exits_at_top);
                     let (kv, nv) = (self.symbol_const(k, inst), self.symbol_const(n, inst));
                     let (kv, nv) = (Self::as_int(kv), Self::as_int(nv));
-                    out.push(if at_top { kv.lt(&nv) } else { kv.le(&nv) });
+                    out.push(if self.left_at_top(k) { kv.lt(&nv) } else { kv.le(&nv) });
                 }
             }
         }
@@ -2647,11 +2646,7 @@ impl<'a> Encoder<'a> {
                 Scope::Grid => Bool::from_bool(true),
             };
             let mut conds = vec![scope];
-            for d in &info.deps {
-                let a = self.symbol_const(*d, 0);
-                let b = self.symbol_const(*d, 1);
-                conds.push(a.eq(&b));
-            }
+            conds.extend(self.counters_alike(&info.deps));
             let a = self.symbol_const(s, 0);
             let b = self.symbol_const(s, 1);
             out.push(Bool::and(&conds).implies(a.eq(&b)));
@@ -2759,8 +2754,11 @@ impl<'a> Encoder<'a> {
                 let Some((&own, outer)) = within.deps.split_last() else {
                     continue;
                 };
-                let at_top = self.model.loops.iter().any(|lr| lr.counter == own && lr.exits_at_top);
-                if !syms[a].contains(&p) || !inside[a].contains(&own) || !at_top || outer != exit.deps.as_slice() {
+                if !syms[a].contains(&p)
+                    || !inside[a].contains(&own)
+                    || !self.left_at_top(own)
+                    || outer != exit.deps.as_slice()
+                {
                     continue;
                 }
                 let mut conds = vec![match exit.scope {
@@ -2769,10 +2767,7 @@ impl<'a> Encoder<'a> {
                     Scope::Block => self.same_block(),
                     Scope::Grid => Bool::from_bool(true),
                 }];
-                for d in outer {
-                    let (x, y) = (self.symbol_const(*d, 0), self.symbol_const(*d, 1));
-                    conds.push(x.eq(&y));
-                }
+                conds.extend(self.counters_alike(outer));
                 let (pe, pa) = (self.symbol_const(e, b), self.symbol_const(p, a));
                 let step = self.enc_int(advance, a);
                 self.inner_exit_facts(advance, a, inside[a], out);
@@ -2780,6 +2775,25 @@ impl<'a> Encoder<'a> {
                 out.push(Bool::and(&conds).implies(bound));
             }
         }
+    }
+
+    /// Whether the loop counted by `counter` is left only at the top of an
+    /// iteration (see `LoopRecord::exits_at_top`).
+    fn left_at_top(&self, counter: SymbolId) -> bool {
+        self.model
+            .loops
+            .iter()
+            .any(|lr| lr.counter == counter && lr.exits_at_top)
+    }
+
+    /// Both threads' values of the loop counters `deps` equal.
+    fn counters_alike(&mut self, deps: &[SymbolId]) -> Vec<Bool> {
+        deps.iter()
+            .map(|&d| {
+                let (a, b) = (self.symbol_const(d, 0), self.symbol_const(d, 1));
+                a.eq(&b)
+            })
+            .collect()
     }
 
     /// `k < N` in thread `inst` for the exit counts `N` that `t` mentions
@@ -2793,14 +2807,11 @@ impl<'a> Encoder<'a> {
             let Origin::ExitCount { label } = self.model.symbol(n).origin else {
                 continue;
             };
-            let Some(lr) = self.model.loops.iter().find(|lr| {
-                lr.exits_at_top
-                    && inside.contains(&lr.counter)
-                    && matches!(self.model.symbol(lr.counter).origin, Origin::Counter { label: l } if l == label)
+            let Some(&k) = inside.iter().find(|&&k| {
+                matches!(self.model.symbol(k).origin, Origin::Counter { label: l } if l == label) && self.left_at_top(k)
             }) else {
                 continue;
             };
-            let k = lr.counter;
             let (kv, nv) = (self.symbol_const(k, inst), self.symbol_const(n, inst));
             out.push(Self::as_int(kv).lt(Self::as_int(nv)));
         }

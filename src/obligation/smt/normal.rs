@@ -17,12 +17,12 @@
 //! The identities hold in integers for non-zero divisors and signed
 //! arithmetic that does not overflow (undefined behaviour, which the
 //! query assumes away): the encoder states them as the form's premises
-//! (see `Encoder::normal_lemmas`). Conversions are passed only where
+//! (see `Encoder::radix_lemmas` and `Encoder::defined`). Conversions are passed only where
 //! their types keep every value (a narrowing one is an atom). Truncating
 //! division obeys the nesting for every sign: `trunc(trunc(a/b)/c) =
 //! trunc(a/(b*c))`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::ir::term::{Term, TermKind};
 use crate::ir::{BinOp, ScalarTy, UnOp};
@@ -120,7 +120,7 @@ impl Normalizer {
         // once the remainder's own quotient is known. Forms computed while
         // registering may miss later quotients: forgotten after each round.
         for _ in 0..2 {
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = HashSet::new();
             for t in terms {
                 self.register(t, &mut seen);
             }
@@ -140,7 +140,7 @@ impl Normalizer {
         (self.rewritten && self.cancelled).then_some(out)
     }
 
-    fn register(&mut self, t: &Term, seen: &mut std::collections::HashSet<u32>) {
+    fn register(&mut self, t: &Term, seen: &mut HashSet<u32>) {
         if !seen.insert(t.id) {
             return;
         }

@@ -224,6 +224,11 @@ impl Encoder<'_> {
         if let Some(Ok::<[_; 2], _>(forms)) = forms.map(TryInto::try_into) {
             // Offsets that unpack an index and rebuild it: each equals its
             // normal form, and the forms split.
+            let mut products = Vec::new();
+            let mut seen = HashSet::new();
+            for t in [a, b] {
+                products_within(t, &mut products, &mut seen);
+            }
             let sums = forms.map(|form| Sum {
                 monos: form
                     .into_iter()
@@ -239,16 +244,7 @@ impl Encoder<'_> {
                     })
                     .collect(),
                 fits: Vec::new(),
-                products: Vec::new(),
-            });
-            let mut products = Vec::new();
-            let mut seen = HashSet::new();
-            for t in [a, b] {
-                products_within(t, &mut products, &mut seen);
-            }
-            let sums = sums.map(|s| Sum {
                 products: products.clone(),
-                ..s
             });
             let mut premises = vec![equal];
             for (inst, (t, sum)) in [a, b].into_iter().zip(&sums).enumerate() {
