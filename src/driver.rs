@@ -214,7 +214,10 @@ pub fn lower_files(
         }
         let root = queue[i];
         i += 1;
-        let unit = session.preprocess(db, root);
+        let unit = {
+            let _s = crate::profile::stage("preprocess");
+            session.preprocess(db, root)
+        };
         included.extend(unit.files.iter().copied());
         diagnostics.extend(unit.diagnostics.iter().cloned());
         // A unit that defines no new kernel and whose headers' kernels all have
@@ -228,6 +231,7 @@ pub fn lower_files(
         if adds_nothing {
             continue;
         }
+        let _s = crate::profile::stage("index+lower");
         let index = lower::Index::build(&unit);
         for frag in &unit.fragments {
             if frag.parse_timed_out.load(std::sync::atomic::Ordering::Relaxed) {
@@ -639,6 +643,8 @@ fn join(a: Verdict, b: Verdict) -> Verdict {
 }
 
 fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
+    let _s = crate::profile::stage("kernel");
+    crate::profile::set_kernel(&e.name);
     let started = std::time::Instant::now();
     crate::obligation::smt::take_clock_stopped();
     let mut unknowns: Vec<UnknownItem> = e
@@ -668,6 +674,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if let Some((_, m)) = models.iter().find(|(f, _)| f == facts) {
             return m.clone();
         }
+        let _s = crate::profile::stage("model");
         let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts));
         models.push((facts.to_vec(), m.clone()));
         m
@@ -767,6 +774,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
         mopts.deadline = Some(deadline);
+        let _s = crate::profile::stage("participation");
         let part = crate::obligation::participation::check_participation(k, model, &mopts);
         participation = join(participation, part.verdict);
         // One alarm per statement and kind across instantiations and shapes.
@@ -792,6 +800,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             let mut mopts = mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
             mopts.deadline = Some(deadline);
+            let _s = crate::profile::stage("memory");
             let result = crate::obligation::check_memory(k, model, &mopts);
             memory = join(memory, result.verdict);
             alarms.extend(result.alarms);
@@ -834,6 +843,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // nothing).
     let discharged = if from_sites && options.block_dim.is_none() {
         let proved = [memory == Verdict::Pass, participation == Verdict::Pass];
+        let _s = crate::profile::stage("any-launch");
         for_any_launch(e, options, proved, budget / 16, deadline)
     } else {
         Vec::new()

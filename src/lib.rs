@@ -9,6 +9,7 @@ pub mod lower;
 pub mod obligation;
 pub mod passes;
 pub mod preprocess;
+pub mod profile;
 pub mod report;
 pub mod source;
 pub mod syntax;

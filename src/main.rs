@@ -254,6 +254,9 @@ fn main() -> ExitCode {
         }
     };
     let result = driver::with_big_stack(move || run(cli));
+    if warpdrf::profile::enabled() {
+        eprint!("{}", warpdrf::profile::table());
+    }
     match result {
         Ok(code) => code,
         Err(message) => {

@@ -61,6 +61,27 @@ impl Scope {
     }
 }
 
+/// No thread index shared: each thread has its own (see
+/// [`AccessModel::scope_with`]).
+pub const NO_SHARED_INDEX: [bool; 3] = [false; 3];
+
+/// The thread indices that every thread of one group of `group`'s kind
+/// shares, given the block's extents (`extent[d]`: a number the extent is
+/// known to be a multiple of, 1 when nothing is known). Warps are runs of
+/// consecutive linear thread ids (`x + y·X + z·X·Y`), so where the rows
+/// (`X`) are a whole number of groups of `n` lanes, the lanes of a group
+/// share `threadIdx.y` and `threadIdx.z`; where the planes (`X·Y`) are,
+/// they share `threadIdx.z`. A block shares no thread index.
+pub fn shared_indices(group: Group, extent: [u64; 3]) -> [bool; 3] {
+    let Group::Lanes(n) = group else {
+        return NO_SHARED_INDEX;
+    };
+    let n = u64::from(n.max(1));
+    let rows = extent[0].is_multiple_of(n);
+    let planes = rows || extent[0].saturating_mul(extent[1]).is_multiple_of(n);
+    [false, rows, planes]
+}
+
 /// Why a symbol exists: shown in witnesses, and it decides which facts hold.
 #[derive(Clone, Debug)]
 pub enum Origin {
@@ -255,42 +276,64 @@ impl AccessModel {
     /// placeholders); counters in `deps` are shared by the threads compared;
     /// a symbol that depends on other counters is per thread.
     pub fn scope_of(&self, t: &Term, assumed: &std::collections::HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
+        self.scope_with(t, assumed, deps, NO_SHARED_INDEX)
+    }
+
+    /// [`Self::scope_of`] where the thread indices marked in `shared` are
+    /// shared by the group asked about (see [`shared_indices`]): they count
+    /// as `Warp`, which covers every group of lanes.
+    pub fn scope_with(
+        &self,
+        t: &Term,
+        assumed: &std::collections::HashMap<SymbolId, Scope>,
+        deps: &[SymbolId],
+        shared: [bool; 3],
+    ) -> Scope {
         fn go(
             model: &AccessModel,
             t: &Term,
             assumed: &std::collections::HashMap<SymbolId, Scope>,
             deps: &[SymbolId],
+            shared: [bool; 3],
             seen: &mut std::collections::HashSet<u32>,
             acc: &mut Scope,
         ) {
             if *acc == Scope::Thread || !seen.insert(t.id) {
                 return;
             }
-            if let Some(sc) = model.leaf_scope(t, assumed, deps) {
+            if let Some(sc) = model.leaf_scope(t, assumed, deps, shared) {
                 *acc = acc.finest(sc);
                 return;
             }
             for c in t.children() {
-                go(model, c, assumed, deps, seen, acc);
+                go(model, c, assumed, deps, shared, seen, acc);
             }
         }
         let mut acc = Scope::Grid;
-        go(self, t, assumed, deps, &mut Default::default(), &mut acc);
+        go(self, t, assumed, deps, shared, &mut Default::default(), &mut acc);
         acc
     }
 
-    /// [`Self::scope_of`] without assumed symbols, memoised per node in
-    /// `memo` (valid for one `deps`): for callers that ask about every
-    /// subterm of a term.
-    pub fn scope_memo(&self, t: &Term, deps: &[SymbolId], memo: &mut std::collections::HashMap<u32, Scope>) -> Scope {
+    /// [`Self::scope_with`] without assumed symbols, memoised per node in
+    /// `memo` (valid for one `deps` and `shared`): for callers that ask
+    /// about every subterm of a term.
+    pub fn scope_memo(
+        &self,
+        t: &Term,
+        deps: &[SymbolId],
+        shared: [bool; 3],
+        memo: &mut std::collections::HashMap<u32, Scope>,
+    ) -> Scope {
         if let Some(s) = memo.get(&t.id) {
             return *s;
         }
-        let scope = self.leaf_scope(t, &Default::default(), deps).unwrap_or_else(|| {
-            t.children()
-                .into_iter()
-                .fold(Scope::Grid, |acc, c| acc.finest(self.scope_memo(c, deps, memo)))
-        });
+        let scope = self
+            .leaf_scope(t, &Default::default(), deps, shared)
+            .unwrap_or_else(|| {
+                t.children()
+                    .into_iter()
+                    .fold(Scope::Grid, |acc, c| acc.finest(self.scope_memo(c, deps, shared, memo)))
+            });
         memo.insert(t.id, scope);
         scope
     }
@@ -302,8 +345,10 @@ impl AccessModel {
         t: &Term,
         assumed: &std::collections::HashMap<SymbolId, Scope>,
         deps: &[SymbolId],
+        shared: [bool; 3],
     ) -> Option<Scope> {
         Some(match &t.kind {
+            TermKind::Builtin(Builtin::ThreadIdx(d)) if shared[*d as usize] => Scope::Warp,
             TermKind::Builtin(Builtin::ThreadIdx(_)) => Scope::Thread,
             TermKind::Builtin(Builtin::BlockIdx(_)) => Scope::Block,
             TermKind::Symbol(s) => {
@@ -320,8 +365,9 @@ impl AccessModel {
                             // Read here, with the scopes assumed now: in a
                             // loop, the address's own scope is still being
                             // decided by the fixpoint.
-                            let at = self.scope_of(offset, assumed, deps);
-                            at.finest(self.scope_of(width, assumed, deps)).coarsest(info.scope)
+                            let at = self.scope_with(offset, assumed, deps, shared);
+                            at.finest(self.scope_with(width, assumed, deps, shared))
+                                .coarsest(info.scope)
                         } else {
                             info.scope
                         }
@@ -419,5 +465,27 @@ impl fmt::Display for AccessModel {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_share_the_indices_their_rows_and_planes_hold_whole() {
+        // Rows of 32: a warp is one row, so y and z are shared.
+        assert_eq!(shared_indices(Group::Lanes(32), [32, 8, 1]), [false, true, true]);
+        // Rows of 16: a warp spans two rows (y differs) and, with 16 rows,
+        // stays in one plane only if a plane is a whole number of warps.
+        assert_eq!(shared_indices(Group::Lanes(32), [16, 16, 2]), [false, false, true]);
+        assert_eq!(shared_indices(Group::Lanes(32), [16, 1, 4]), [false, false, false]);
+        // Planes of 8×4 are whole warps; rows of 8 are not.
+        assert_eq!(shared_indices(Group::Lanes(32), [8, 4, 2]), [false, false, true]);
+        // A tile of 16 lanes in rows of 16.
+        assert_eq!(shared_indices(Group::Lanes(16), [16, 16, 1]), [false, true, true]);
+        // Nothing about the x index, and nothing for a block.
+        assert_eq!(shared_indices(Group::Lanes(1), [7, 3, 1]), [false, true, true]);
+        assert_eq!(shared_indices(Group::Block, [32, 8, 1]), NO_SHARED_INDEX);
     }
 }

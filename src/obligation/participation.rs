@@ -67,6 +67,13 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
         .shape
         .block_dim
         .map(|b| b.iter().map(|&d| d.max(1) as u64).product::<u64>());
+    let extents = options.shape.block_multiples();
+    // Whether the lattice proves `t` uniform over every group of `group`.
+    let uniform = |t: &crate::ir::term::Term, loops: &[crate::ir::term::SymbolId], group: Group| {
+        model
+            .scope_with(t, &no_deps, loops, crate::ir::access::shared_indices(group, extents))
+            .covers(group)
+    };
     for (i, r) in model.syncs.iter().enumerate() {
         if let Some(mask) = &r.mask {
             let w = model.warp_size;
@@ -76,7 +83,7 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
                 goals.push(Goal::Mask(i));
             }
         }
-        if !model.scope_of(&r.reach, &no_deps, &r.loops).covers(r.group) {
+        if !uniform(&r.reach, &r.loops, r.group) {
             goals.push(Goal::Diverges(i));
         }
         if let Group::Lanes(n) = r.group {
@@ -91,7 +98,7 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
     for (index, l) in model.loops.iter().enumerate() {
         let inside = model.syncs[l.syncs.0..l.syncs.1].iter().map(|s| s.group).reduce(widest);
         if let Some(group) = inside {
-            if !model.scope_of(&l.leave, &no_deps, &l.loops).covers(group) {
+            if !uniform(&l.leave, &l.loops, group) {
                 goals.push(Goal::LoopExit {
                     index,
                     escape: false,
@@ -119,7 +126,7 @@ pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
             .map(|(_, s)| s.group)
             .reduce(widest);
         if let Some(group) = after {
-            if !model.scope_of(&l.escape, &no_deps, &l.loops).covers(group) {
+            if !uniform(&l.escape, &l.loops, group) {
                 goals.push(Goal::LoopExit {
                     index,
                     escape: true,

@@ -290,13 +290,27 @@ fn cpu_for(work: Work) -> Duration {
     )
 }
 
-/// Limits `solver`'s next checks to `work` (the clock's net is
-/// [`Clock::watch`]).
-fn limit(solver: &Solver, work: Work) {
+/// Sets up a new solver: [`ARITH_SOLVER`]. Done once per solver, since
+/// setting a solver's parameters makes Z3 re-read every parameter of every
+/// component (a twentieth of an audit's time when the work limit was set
+/// this way before each check; see [`check_within`]).
+fn configure(solver: &Solver) {
     let mut params = Params::new();
-    params.set_u32("rlimit", work.clamp(1, u32::MAX as Work) as u32);
     params.set_u32("arith.solver", ARITH_SOLVER);
     solver.set_params(&params);
+}
+
+/// Checks `solver` with at most `work` (the clock's net is
+/// [`Clock::watch`]). The limit is the context's, set for this check only:
+/// a solver without an `rlimit` of its own takes the context's, and
+/// setting the context's is a lookup among a few names.
+fn check_within(solver: &Solver, work: Work) -> SatResult {
+    let mut context = z3::Context::thread_local();
+    let work = work.clamp(1, u32::MAX as Work);
+    context.update_param_value("rlimit", &work.to_string());
+    let r = solver.check();
+    context.update_param_value("rlimit", "0");
+    r
 }
 
 /// What one solver call concluded.
@@ -335,6 +349,18 @@ pub struct Shape {
     /// mentions them, so a launch that spans them only duplicates work.
     pub unit_block: [bool; 3],
     pub unit_grid: [bool; 3],
+}
+
+impl Shape {
+    /// Per dimension, a number the block's extent is a multiple of (the
+    /// extent itself where it is known; 1 when nothing is).
+    pub fn block_multiples(&self) -> [u64; 3] {
+        std::array::from_fn(|d| match self.block_dim {
+            Some(b) => u64::from(b[d].max(1)),
+            None if self.unit_block[d] => 1,
+            None => u64::from(self.block_known[d].unwrap_or(self.block_multiple[d]).max(1)),
+        })
+    }
 }
 
 /// Block extents allowed per dimension by CUDA.
@@ -469,6 +495,8 @@ fn param_name(i: u32) -> String {
 struct Sharing {
     group: crate::ir::access::Group,
     deps: Vec<SymbolId>,
+    /// The thread indices the group's threads share.
+    shared: [bool; 3],
     scopes: HashMap<u32, Scope>,
 }
 
@@ -700,7 +728,7 @@ impl<'a> Encoder<'a> {
 
     fn new_solver(&self) -> Solver {
         let solver = Solver::new();
-        limit(&solver, self.allowance);
+        configure(&solver);
         solver
     }
 
@@ -988,7 +1016,9 @@ impl<'a> Encoder<'a> {
     fn shared_with_first(&mut self, t: &Term) -> bool {
         let model = self.model;
         match &mut self.sharing {
-            Some(sh) if !t.children().is_empty() => model.scope_memo(t, &sh.deps, &mut sh.scopes).covers(sh.group),
+            Some(sh) if !t.children().is_empty() => model
+                .scope_memo(t, &sh.deps, sh.shared, &mut sh.scopes)
+                .covers(sh.group),
             _ => false,
         }
     }
@@ -2992,7 +3022,8 @@ impl<'a> Encoder<'a> {
             solver.assert(f);
         }
         // Products stay abstract here (an over-approximation): unsat is sure.
-        self.clock_for(self.allowance).watch(|| solver.check()) != SatResult::Unsat
+        let work = self.allowance;
+        self.clock_for(work).watch(|| check_within(&solver, work)) != SatResult::Unsat
     }
 
     /// Decides whether records `i` and `j` conflict, in the passes of
@@ -3014,6 +3045,11 @@ impl<'a> Encoder<'a> {
         let mut pass = |this: &mut Self, pass: Pass, work: Work| {
             this.pass = pass;
             this.allowance = work;
+            let _s = crate::profile::stage(match pass {
+                Pass::Unwrapped => "unwrapped",
+                Pass::Abstract => "abstract",
+                Pass::Exact => "exact",
+            });
             let out = once(this);
             if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
                 let what = match &out {
@@ -3341,7 +3377,8 @@ impl<'a> Encoder<'a> {
         for d in &self.defs {
             solver.assert(d);
         }
-        !matches!(self.clock.watch(|| solver.check()), SatResult::Unsat)
+        let work = self.allowance;
+        !matches!(self.clock.watch(|| check_within(&solver, work)), SatResult::Unsat)
     }
 }
 
@@ -3362,6 +3399,7 @@ fn check_model(solver: &Solver, until: Work, clock: Clock) -> (SatResult, Option
         .and_then(&z3::Tactic::new("solve-eqs"))
         .and_then(&z3::Tactic::new("smt"))
         .solver();
+    configure(&core);
     let assertions = solver.get_assertions();
     for a in &assertions {
         core.assert(a);
@@ -3577,9 +3615,17 @@ fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
         note_clock_stopped();
         return SatResult::Unknown;
     }
-    limit(solver, left);
     let t0 = Instant::now();
-    let r = clock.watch(|| solver.check());
+    let r = clock.watch(|| check_within(solver, left));
+    crate::profile::record(
+        match r {
+            SatResult::Sat => "check sat",
+            SatResult::Unsat => "check unsat",
+            SatResult::Unknown => "check unknown",
+        },
+        t0.elapsed(),
+        work_done() - w0,
+    );
     if std::env::var("WARPDRF_DEBUG_WORK").is_ok() {
         eprintln!(
             "    check: {r:?}, {} units in {} ms",

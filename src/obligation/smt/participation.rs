@@ -172,6 +172,7 @@ impl Encoder<'_> {
             self.sharing = Some(super::Sharing {
                 group: parts.group,
                 deps: parts.loops.clone(),
+                shared: crate::ir::access::shared_indices(parts.group, self.shape.block_multiples()),
                 scopes: Default::default(),
             });
         }
