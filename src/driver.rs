@@ -174,6 +174,20 @@ pub fn lower_files(
     headers: Vec<FileId>,
     options: &Options,
 ) -> (Vec<KernelEntry>, Vec<preprocess::Diag>) {
+    lower_files_streaming(db, units, headers, options, &mut |_| {})
+}
+
+/// [`lower_files`], handing each entry to `settled` as soon as no later
+/// unit can replace it (its instantiations are fully determined: later
+/// units skip its definition), so that checking can start while the
+/// front end goes on.
+fn lower_files_streaming(
+    db: &mut SourceDb,
+    units: Vec<FileId>,
+    headers: Vec<FileId>,
+    options: &Options,
+    settled: &mut dyn FnMut(&KernelEntry),
+) -> (Vec<KernelEntry>, Vec<preprocess::Diag>) {
     // Facts about host fields hold across every file checked.
     let mut lower_options = options.lower.clone();
     let texts: Vec<&str> = units
@@ -399,6 +413,9 @@ pub fn lower_files(
                 launch_blocks: blocks,
                 unknowns,
             };
+            if fully {
+                settled(&entry);
+            }
             match by_site.get(&site) {
                 Some(&at) => entries[at] = entry,
                 None => {
@@ -459,6 +476,71 @@ fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate:
     })
 }
 
+/// What [`lower_and_check`] gives: the entries (sorted as [`lower_all`]
+/// sorts them), each one's result at the same index, and the front end's
+/// diagnostics.
+pub struct Checked {
+    pub entries: Vec<KernelEntry>,
+    pub results: Vec<KernelResult>,
+    pub diagnostics: Vec<preprocess::Diag>,
+}
+
+/// [`lower_all`] and [`check_with_progress`] overlapped: an entry no later
+/// unit can replace is checked while the front end lowers the rest (on
+/// `options.jobs` threads besides this one), the others once it is done.
+/// `queued` gets the number of kernels known so far, `done` each result as
+/// it is decided. Each kernel's check is what [`check`] does (its own Z3
+/// context), so the results do not depend on the overlap.
+pub fn lower_and_check(
+    db: &mut SourceDb,
+    inputs: &Inputs,
+    options: &Options,
+    queued: &(dyn Fn(usize) + Sync),
+    done: &(dyn Fn(&KernelResult) + Sync),
+) -> Result<Checked, LoadError> {
+    let mut units = Vec::new();
+    for path in &inputs.units {
+        units.push(db.load(path)?);
+    }
+    let mut headers = Vec::new();
+    for h in &inputs.headers {
+        headers.push(db.load(h)?);
+    }
+    let pool: Pool<(FileId, u32), std::sync::Arc<KernelEntry>> = Pool::default();
+    let (entries, diagnostics) = std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            spawn_big(scope, || pool.work(options, done));
+        }
+        let mut sent: std::collections::HashSet<(FileId, u32)> = Default::default();
+        let mut send = |e: &KernelEntry| {
+            let site = (e.span.file, e.span.start);
+            if sent.insert(site) {
+                queued(pool.push(site, std::sync::Arc::new(e.clone())));
+            }
+        };
+        let (entries, diagnostics) = lower_files_streaming(db, units, headers, options, &mut send);
+        for e in &entries {
+            send(e);
+        }
+        pool.close();
+        (entries, diagnostics)
+    });
+    let mut results = pool.results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let results = entries
+        .iter()
+        .map(|e| {
+            results
+                .remove(&(e.span.file, e.span.start))
+                .expect("every kernel was checked")
+        })
+        .collect();
+    Ok(Checked {
+        entries,
+        results,
+        diagnostics,
+    })
+}
+
 /// Orders tuples so each next one differs most from those before it: the few
 /// instantiations lowered then cover the variants (a run of tuples that differ
 /// in one argument often shares one compiled-out variant).
@@ -512,30 +594,98 @@ pub fn check_with_progress(
     done: &(dyn Fn(&KernelResult) + Sync),
 ) -> Vec<KernelResult> {
     let _ = db;
+    let pool = Pool::default();
     let jobs = options.jobs.clamp(1, entries.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<KernelResult>> = (0..entries.len()).map(|_| None).collect();
-    let slots = std::sync::Mutex::new(&mut results);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
-            spawn_big(scope, || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(e) = entries.get(i) else { break };
-                let r = std::thread::scope(|inner| spawn_big(inner, || check_entry(e, options)).join());
-                match r {
-                    Ok(r) => {
-                        done(&r);
-                        slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r)
-                    }
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            });
+            spawn_big(scope, || pool.work(options, done));
         }
+        for (i, e) in entries.iter().enumerate() {
+            pool.push(i, e);
+        }
+        pool.close();
     });
-    results
-        .into_iter()
-        .map(|r| r.expect("every kernel was checked"))
+    let mut results = pool.results.into_inner().unwrap_or_else(|p| p.into_inner());
+    (0..entries.len())
+        .map(|i| results.remove(&i).expect("every kernel was checked"))
         .collect()
+}
+
+/// Kernels waiting for a checking thread (by key `K`), and the results of
+/// those checked. Each kernel is checked on a thread of its own, so it gets
+/// a fresh Z3 context (Z3's search, and so a witness, depends on what its
+/// context saw before): the results do not depend on the order or the
+/// number of threads.
+struct Pool<K, E> {
+    queue: std::sync::Mutex<Waiting<K, E>>,
+    wake: std::sync::Condvar,
+    results: std::sync::Mutex<HashMap<K, KernelResult>>,
+}
+
+/// The entries not yet taken; `closed` once every entry has been pushed.
+struct Waiting<K, E> {
+    entries: std::collections::VecDeque<(K, E)>,
+    closed: bool,
+    pushed: usize,
+}
+
+impl<K, E> Default for Pool<K, E> {
+    fn default() -> Self {
+        Pool {
+            queue: std::sync::Mutex::new(Waiting {
+                entries: Default::default(),
+                closed: false,
+                pushed: 0,
+            }),
+            wake: Default::default(),
+            results: Default::default(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, E: std::ops::Deref<Target = KernelEntry> + Sync> Pool<K, E> {
+    /// Queues `entry`; says how many have been queued in all.
+    fn push(&self, key: K, entry: E) -> usize {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.entries.push_back((key, entry));
+        q.pushed += 1;
+        self.wake.notify_one();
+        q.pushed
+    }
+
+    /// No more entries: the threads stop once the queue is empty.
+    fn close(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.wake.notify_all();
+    }
+
+    /// A checking thread: takes entries until the pool is closed and empty.
+    fn work(&self, options: &Options, done: &(dyn Fn(&KernelResult) + Sync)) {
+        loop {
+            let next = {
+                let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if let Some(item) = q.entries.pop_front() {
+                        break Some(item);
+                    }
+                    if q.closed {
+                        break None;
+                    }
+                    q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let Some((key, entry)) = next else { return };
+            let entry: &KernelEntry = &entry;
+            let r = std::thread::scope(|inner| spawn_big(inner, || check_entry(entry, options)).join());
+            match r {
+                Ok(r) => {
+                    done(&r);
+                    self.results.lock().unwrap_or_else(|p| p.into_inner()).insert(key, r);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    }
 }
 
 /// A scoped thread with the analysis thread's stack (the passes recurse
@@ -668,19 +818,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let mut jobs = Vec::new();
     // One access model per instantiation and set of launch facts (shapes
     // that differ only in their extents share it).
-    let model_for = |models: &mut Vec<(Vec<crate::ir::Expr>, std::rc::Rc<crate::ir::access::AccessModel>)>,
-                     k: &Kernel,
-                     facts: &[crate::ir::Expr]| {
-        if let Some((_, m)) = models.iter().find(|(f, _)| f == facts) {
-            return m.clone();
-        }
-        let _s = crate::profile::stage("model");
-        let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts));
-        models.push((facts.to_vec(), m.clone()));
-        m
-    };
+    // (The search for alarms under any launch shares them: see `for_any_launch`.)
+    let mut models: Vec<Models> = vec![Vec::new(); e.kernels.len()];
+    let model_for = |models: &mut Models, k: &Kernel, facts: &[crate::ir::Expr]| model_for(models, k, facts, options);
     for (i, k) in e.kernels.iter().enumerate() {
-        let mut models = Vec::new();
+        let models = &mut models[i];
         // Shapes: the flag's, else those of the launch sites, else symbolic.
         let shapes: Vec<LaunchShape> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
             (Some(b), _) => vec![LaunchShape {
@@ -737,11 +879,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             // The launch's facts hold for every thread: part of the model,
             // unless they contradict each other (every obligation would
             // then hold vacuously).
-            let mut model = model_for(&mut models, k, &facts);
+            let mut model = model_for(models, k, &facts);
             if !facts.is_empty()
                 && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), mopts.work).launch_consistent()
             {
-                model = model_for(&mut models, k, &[]);
+                model = model_for(models, k, &[]);
                 let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
                     .to_string();
                 if !assumptions.contains(&a) {
@@ -844,7 +986,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let discharged = if from_sites && options.block_dim.is_none() {
         let proved = [memory == Verdict::Pass, participation == Verdict::Pass];
         let _s = crate::profile::stage("any-launch");
-        for_any_launch(e, options, proved, budget / 16, deadline)
+        for_any_launch(e, options, proved, budget / 16, deadline, &mut models)
     } else {
         Vec::new()
     };
@@ -900,6 +1042,27 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     }
 }
 
+/// The access models of one instantiation, by the launch facts they hold.
+type Models = Vec<(Vec<crate::ir::Expr>, std::rc::Rc<crate::ir::access::AccessModel>)>;
+
+/// `k`'s access model with launch facts `facts`, built once: shapes that
+/// differ only in their extents share it, and so does the search under any
+/// launch (no facts).
+fn model_for(
+    models: &mut Models,
+    k: &Kernel,
+    facts: &[crate::ir::Expr],
+    options: &Options,
+) -> std::rc::Rc<crate::ir::access::AccessModel> {
+    if let Some((_, m)) = models.iter().find(|(f, _)| f == facts) {
+        return m.clone();
+    }
+    let _s = crate::profile::stage("model");
+    let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts));
+    models.push((facts.to_vec(), m.clone()));
+    m
+}
+
 /// The first alarm of each condition marked `proved` ([memory,
 /// participation]) under a launch of any shape without launch facts, within
 /// `budget`: what the callers' shapes discharge.
@@ -909,14 +1072,15 @@ fn for_any_launch(
     proved: [bool; 2],
     budget: crate::obligation::smt::Work,
     deadline: std::time::Duration,
+    models: &mut [Models],
 ) -> Vec<crate::verdict::Alarm> {
     let mut found: Vec<crate::verdict::Alarm> = Vec::new();
     if !proved.contains(&true) {
         return found;
     }
     let solving = crate::obligation::smt::work_done();
-    for k in &e.kernels {
-        let model = crate::passes::accesses::build(k, options.lower.warp_size, &[]);
+    for (k, models) in e.kernels.iter().zip(models) {
+        let model = model_for(models, k, &[], options);
         let mut mopts = memory_options(k, options);
         mopts.settle = true;
         mopts.max_alarms = 1;

@@ -78,7 +78,6 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             } else {
                 args.paths.clone()
             };
-            let (db, entries) = lowered(&paths, &opts)?;
             let baseline = match &args.baseline {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
@@ -87,7 +86,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
                 None => None,
             };
-            let results = driver::check(&db, &entries, &opts);
+            let (db, results) = checked(&paths, &opts)?;
             let mut report = warpdrf::triage::triage(&db, results, baseline.as_ref());
             if let Some(path) = &args.write_baseline {
                 let written = warpdrf::triage::Baseline::of(&db, &report);
@@ -139,11 +138,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let mut opts = cli::options(&args.common, limits)?;
             opts.settle = true;
-            let (db, entries) = lowered(&args.paths, &opts)?;
-            if entries.is_empty() {
+            let (db, results) = checked(&args.paths, &opts)?;
+            if results.is_empty() {
                 eprintln!("warpdrf: no kernels found");
             }
-            let results = with_progress(&db, &entries, &opts);
             let report = warpdrf::triage::triage(&db, results, None);
             match args.format {
                 cli::AuditFormat::Table => out(&report::audit::table(&db, &report)),
@@ -213,28 +211,47 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     }
 }
 
-/// [`driver::check`] with a progress bar on standard error when it is a
-/// terminal (silent when piped or redirected).
-fn with_progress(
-    db: &SourceDb,
-    entries: &[driver::KernelEntry],
+/// The kernels of `paths`, lowered and checked ([`driver::lower_and_check`]:
+/// checking starts while the front end goes on), with a progress bar on
+/// standard error when it is a terminal (silent when piped or redirected);
+/// front-end diagnostics go to standard error once every kernel is checked.
+fn checked(
+    paths: &[std::path::PathBuf],
     opts: &driver::Options,
-) -> Vec<warpdrf::verdict::KernelResult> {
+) -> Result<(SourceDb, Vec<warpdrf::verdict::KernelResult>), String> {
     use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return driver::check(db, entries, opts);
-    }
-    let bar = indicatif::ProgressBar::new(entries.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} kernels, {elapsed} {msg}")
-            .expect("a valid progress template"),
-    );
-    let results = driver::check_with_progress(db, entries, opts, &|r| {
-        bar.set_message(r.kernel.clone());
-        bar.inc(1);
+    let mut db = SourceDb::new();
+    let inputs = driver::collect_inputs(paths).map_err(|e| e.to_string())?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} kernels, {elapsed} {msg}")
+                .expect("a valid progress template"),
+        );
+        bar
     });
-    bar.finish_and_clear();
-    results
+    let checked = driver::lower_and_check(
+        &mut db,
+        &inputs,
+        opts,
+        &|n| {
+            if let Some(bar) = &bar {
+                bar.set_length(n as u64);
+            }
+        },
+        &|r| {
+            if let Some(bar) = &bar {
+                bar.set_message(r.kernel.clone());
+                bar.inc(1);
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report_diagnostics(&db, &checked.diagnostics);
+    Ok((db, checked.results))
 }
 
 fn main() -> ExitCode {
