@@ -890,6 +890,22 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                     assumptions.push(a);
                 }
             }
+            if std::env::var("WARPDRF_DEBUG_JOBS").is_ok() {
+                let args: Vec<String> = k
+                    .template_args
+                    .iter()
+                    .map(|a| format!("{}={}", a.name, a.value))
+                    .collect();
+                eprintln!(
+                    "job {}: <{}> block {:?}: {} syncs, {} loops, traps {}",
+                    jobs.len(),
+                    args.join(", "),
+                    mopts.shape.block_known,
+                    model.syncs.len(),
+                    model.loops.len(),
+                    k.always_traps()
+                );
+            }
             jobs.push((k, model, mopts));
         }
     }
@@ -917,7 +933,13 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         mopts.budget = (budget / 2).saturating_sub(spent());
         mopts.deadline = Some(deadline);
         let _s = crate::profile::stage("participation");
+        if std::env::var("WARPDRF_DEBUG_JOBS").is_ok() {
+            eprintln!("participation of a job, {} units left", mopts.budget);
+        }
         let part = crate::obligation::participation::check_participation(k, model, &mopts);
+        if std::env::var("WARPDRF_DEBUG_JOBS").is_ok() {
+            eprintln!("  -> {:?}, {} goals", part.verdict, part.stats.pairs);
+        }
         participation = join(participation, part.verdict);
         // One alarm per statement and kind across instantiations and shapes.
         for a in part.alarms {

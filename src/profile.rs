@@ -87,14 +87,19 @@ pub fn record(leaf: &str, took: Duration, work: u64) {
 }
 
 /// The totals as a table, one stage a line (empty when profiling is off),
-/// then the 40 costliest solver checks by kernel, stage and outcome.
+/// then the costliest solver checks by kernel, stage and outcome (as many as
+/// `WARPDRF_PROFILE` says when it is a number, else 40).
 pub fn table() -> String {
     let totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = String::new();
     let by = BY_KERNEL.lock().unwrap_or_else(|p| p.into_inner());
     let mut costly: Vec<_> = by.iter().collect();
     costly.sort_by_key(|(_, (_, took, _))| std::cmp::Reverse(*took));
-    for (label, (n, took, work)) in costly.into_iter().take(40) {
+    let lines = std::env::var("WARPDRF_PROFILE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    for (label, (n, took, work)) in costly.into_iter().take(lines) {
         out.push_str(&format!(
             "{:>10.3} s {:>8} × {:>14} units  {}\n",
             took.as_secs_f64(),

@@ -256,6 +256,20 @@ fn check_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> 
                     "goal {goal:?}: {verdict} in {ms} ms (round {round}, work {} ms)",
                     work.min(cap.max(1)) / smt::WORK_PER_MS
                 );
+                if std::env::var("WARPDRF_DEBUG_GOALS").is_ok() {
+                    let what = match goal {
+                        Goal::Diverges(i) | Goal::Mask(i) | Goal::Partial(i) => &model.syncs[i].reach,
+                        Goal::LoopExit { index, escape, .. } => {
+                            let l = &model.loops[index];
+                            if escape {
+                                &l.escape
+                            } else {
+                                &l.leave
+                            }
+                        }
+                    };
+                    eprintln!("  {} at {span:?}", model.show(what));
+                }
             }
             stats.solved += 1;
             stats.solver_ms += ms;

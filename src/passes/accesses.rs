@@ -331,7 +331,11 @@ impl<'k> Exec<'k> {
             StmtKind::Loop(l) => self.run_loop(st, l, s),
             StmtKind::Labeled { label, body } => {
                 self.block(st, body);
+                // Threads that left the block by `break`/`return`, and by
+                // `continue`: an unrolled iteration (`for (x : {a, b})`) is
+                // a labelled block that `continue` leaves.
                 let mut states = self.parked.remove(&(*label, false)).unwrap_or_default();
+                states.extend(self.parked.remove(&(*label, true)).unwrap_or_default());
                 if !states.is_empty() {
                     states.push(std::mem::replace(st, self.dead(st)));
                     *st = self.merge_many(states);
