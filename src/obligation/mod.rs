@@ -336,6 +336,10 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     let Run {
         alarms, mut unknowns, ..
     } = run;
+    unknowns.extend(model.unknowns.iter().map(|(reason, span)| UnknownItem {
+        reason: reason.clone(),
+        span: *span,
+    }));
     if out_of_time {
         unknowns.push(UnknownItem {
             reason: "the memory check ran out of the kernel's solver budget before deciding every pair of accesses"

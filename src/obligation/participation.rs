@@ -328,6 +328,10 @@ fn check_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> 
             span: kernel.span,
         });
     }
+    unknowns.extend(model.unknowns.iter().map(|(reason, span)| UnknownItem {
+        reason: reason.clone(),
+        span: *span,
+    }));
     let verdict = super::condition_verdict(kernel, &alarms, &unknowns);
     ParticipationResult {
         verdict,

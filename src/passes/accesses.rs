@@ -107,6 +107,20 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr]) -> AccessModel {
         exec.model.assumptions.push(t);
     }
     exec.block(&mut state, &kernel.body);
+    // Threads wait at a label until the construct it names gathers them;
+    // only those that left the kernel itself (`return`) may remain. Any
+    // other would be executions the model lost: say so rather than check
+    // what is left.
+    let lost = exec
+        .parked
+        .iter()
+        .any(|(&(label, _), states)| label != kernel.exit_label && !states.is_empty());
+    if lost {
+        exec.model.unknowns.push((
+            "control flow the model could not follow (a jump to a label it never reached)".into(),
+            kernel.span,
+        ));
+    }
     exec.model
 }
 
@@ -1315,5 +1329,69 @@ impl<'k> Exec<'k> {
             }
             self.parked.insert(key, states);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::StmtKind;
+
+    /// The first kernel of `src`, lowered.
+    fn kernel(src: &str) -> Kernel {
+        let src = src.to_string();
+        crate::driver::with_big_stack(move || {
+            let mut db = crate::source::SourceDb::new();
+            let id = db.add_text("unit.cu", &src);
+            let (entries, _) =
+                crate::driver::lower_files(&mut db, vec![id], Vec::new(), &crate::driver::Options::default());
+            entries[0].kernels[0].clone()
+        })
+    }
+
+    const RANGE_FOR: &str = "__global__ void k(float *out, const float *in) {
+        __shared__ float buf[64];
+        for (int w : {32, 16}) {
+            if (w == 16) { continue; }
+            buf[threadIdx.x] = in[threadIdx.x] * w;
+        }
+        out[threadIdx.x] = buf[threadIdx.x];
+    }";
+
+    #[test]
+    fn a_continue_in_a_range_for_goes_on_after_the_loop() {
+        let model = build(&kernel(RANGE_FOR), 32, &[]);
+        assert!(model.unknowns.is_empty(), "{:?}", model.unknowns);
+        // in[tid], buf[tid] written, then buf read and out written after the loop.
+        assert_eq!(model.records.len(), 4, "{model}");
+    }
+
+    /// Every `Exit` in `b`, retargeted to `to`.
+    fn retarget(b: &mut crate::ir::Block, to: LabelId) {
+        for s in &mut b.0 {
+            match &mut s.kind {
+                StmtKind::Exit { label, .. } => *label = to,
+                StmtKind::If {
+                    then_block, else_block, ..
+                } => {
+                    retarget(then_block, to);
+                    retarget(else_block, to);
+                }
+                StmtKind::Labeled { body, .. } => retarget(body, to),
+                StmtKind::Loop(l) => {
+                    retarget(&mut l.body, to);
+                    retarget(&mut l.step, to);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn threads_that_jump_to_a_label_nothing_gathers_make_the_model_unknown() {
+        let mut k = kernel(RANGE_FOR);
+        retarget(&mut k.body, LabelId(u32::MAX));
+        let model = build(&k, 32, &[]);
+        assert_eq!(model.unknowns.len(), 1, "{model}");
     }
 }
