@@ -107,6 +107,9 @@ pub struct Index<'u> {
     pub instantiations: Vec<(Node<'u>, &'u Fragment, ScopeId)>,
     /// Classes defined inside function bodies, by the id of their specifier node.
     pub local_classes: HashMap<usize, DeclId>,
+    /// Distinct for every index built: memos keyed by syntax node ids (which
+    /// are addresses, reused once a unit's trees are freed) key by it too.
+    pub generation: u64,
 }
 
 /// The bounds of `x[N][M]` as declarator nodes, the type's first bound (the
@@ -171,7 +174,9 @@ pub fn is_global(node: Node) -> bool {
 
 impl<'u> Index<'u> {
     pub fn build(unit: &'u Unit) -> Index<'u> {
+        static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut index = Index {
+            generation: GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             decls: Vec::new(),
             scopes: vec![Scope {
                 name: String::new(),

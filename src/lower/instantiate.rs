@@ -1393,6 +1393,7 @@ impl<'u> Lowerer<'u> {
     /// by-reference arguments.
     fn bind_preceding_constants(&mut self, node: Node<'u>) -> Vec<HostFact<'u>> {
         let frag = self.frag();
+        let generation = self.index.generation;
         // Statements before the use, in program order (outer blocks first),
         // and the branches the use is in.
         let mut levels: Vec<Vec<Node<'u>>> = Vec::new();
@@ -1416,10 +1417,10 @@ impl<'u> Lowerer<'u> {
             n = p;
         }
         let before: Vec<Node<'u>> = levels.into_iter().rev().flatten().collect();
-        let mut needed = identifiers(frag, node);
+        let mut needed = (*identifiers_of(generation, frag, node)).clone();
         for (g, _) in &guards {
             for c in g.nodes() {
-                needed.extend(identifiers(frag, c));
+                needed.extend(identifiers_of(generation, frag, c).iter().cloned());
             }
         }
         let mut write_log: Vec<(usize, Vec<String>)> = Vec::new();
@@ -1440,7 +1441,7 @@ impl<'u> Lowerer<'u> {
                     HostStmt::Assigns(name, _) | HostStmt::Scales(name, _) => vec![name.clone()],
                     _ => Vec::new(),
                 };
-                let mut all: Vec<String> = super::assigned_names(frag, stmt, true).into_iter().collect();
+                let mut all: Vec<String> = writes_of(generation, frag, stmt).iter().cloned().collect();
                 all.retain(|w| !own.contains(w) || matches!(kind, HostStmt::Other));
                 all
             };
@@ -1477,14 +1478,19 @@ impl<'u> Lowerer<'u> {
                         for n in &names {
                             needed.remove(n);
                         }
-                        needed.extend(identifiers(frag, stmt).into_iter().filter(|i| !names.contains(i)));
+                        needed.extend(
+                            identifiers_of(generation, frag, stmt)
+                                .iter()
+                                .filter(|i| !names.contains(i))
+                                .cloned(),
+                        );
                         chosen.push(stmt);
                     }
                 }
                 HostStmt::Assigns(name, value) => {
                     if needed.contains(&name) {
                         needed.remove(&name);
-                        needed.extend(identifiers(frag, value));
+                        needed.extend(identifiers_of(generation, frag, value).iter().cloned());
                         chosen.push(stmt);
                     }
                 }
@@ -1502,8 +1508,11 @@ impl<'u> Lowerer<'u> {
         // A branch condition holds at the use if nothing after it writes
         // what it reads.
         for (g, at) in guards {
-            let reads: std::collections::HashSet<String> =
-                g.nodes().iter().flat_map(|c| identifiers(frag, *c)).collect();
+            let reads: std::collections::HashSet<String> = g
+                .nodes()
+                .iter()
+                .flat_map(|c| identifiers_of(generation, frag, *c).iter().cloned().collect::<Vec<_>>())
+                .collect();
             let written_after = write_log
                 .iter()
                 .filter(|(start, _)| *start > at)
@@ -1537,7 +1546,6 @@ impl<'u> Lowerer<'u> {
     }
 }
 
-/// The identifiers under a node.
 /// A condition the host has established where it launches.
 #[derive(Clone, Copy)]
 pub(super) enum HostFact<'t> {
@@ -1736,6 +1744,62 @@ fn scaling<'t>(frag: &Fragment, stmt: Node<'t>) -> Option<(String, Node<'t>)> {
     Some((name.clone(), first?))
 }
 
+/// Per syntax node (of the index `generation`): the names a statement
+/// writes (`assigned_names` into elements) and the identifiers under a node.
+/// The host statements before a launch are scanned once per launch site and
+/// kernel: a unit with many launches in one host function rescanned them
+/// for each (a sixth of the front end's time on ggml).
+#[derive(Default)]
+struct NodeMemo {
+    generation: u64,
+    writes: HashMap<usize, std::rc::Rc<std::collections::HashSet<String>>>,
+    idents: HashMap<usize, std::rc::Rc<std::collections::HashSet<String>>>,
+}
+
+thread_local! {
+    static NODE_MEMO: std::cell::RefCell<NodeMemo> = std::cell::RefCell::new(NodeMemo::default());
+}
+
+/// `f`'s answer for `node` from `pick`'s table, computed once per index.
+fn memo_of(
+    generation: u64,
+    node: Node,
+    pick: fn(&mut NodeMemo) -> &mut HashMap<usize, std::rc::Rc<std::collections::HashSet<String>>>,
+    f: impl FnOnce() -> std::collections::HashSet<String>,
+) -> std::rc::Rc<std::collections::HashSet<String>> {
+    let hit = NODE_MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.generation != generation {
+            *m = NodeMemo {
+                generation,
+                ..Default::default()
+            };
+        }
+        pick(&mut m).get(&node.id()).cloned()
+    });
+    hit.unwrap_or_else(|| {
+        let v = std::rc::Rc::new(f());
+        NODE_MEMO.with(|m| pick(&mut m.borrow_mut()).insert(node.id(), v.clone()));
+        v
+    })
+}
+
+/// The names `stmt` writes, into elements too ([`super::assigned_names`]), memoised.
+fn writes_of(generation: u64, frag: &Fragment, stmt: Node) -> std::rc::Rc<std::collections::HashSet<String>> {
+    memo_of(
+        generation,
+        stmt,
+        |m| &mut m.writes,
+        || super::assigned_names(frag, stmt, true),
+    )
+}
+
+/// [`identifiers`], memoised.
+fn identifiers_of(generation: u64, frag: &Fragment, node: Node) -> std::rc::Rc<std::collections::HashSet<String>> {
+    memo_of(generation, node, |m| &mut m.idents, || identifiers(frag, node))
+}
+
+/// The identifiers under a node.
 fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
     let mut stack = vec![node];
