@@ -69,7 +69,8 @@ pub struct KernelEntry {
     pub unknowns: Vec<Unknown>,
 }
 
-/// Most instantiations of one kernel lowered for the listing.
+/// Most instantiations of one kernel lowered for the listing, where more
+/// are found than [`MAX_TRIED`] (with fewer, every one is kept).
 pub const MAX_LOWERED: usize = 24;
 /// Most instantiations lowered (those that only trap, or lower to the same
 /// code as another, are not kept).
@@ -302,6 +303,13 @@ fn lower_files_streaming(
             let mut blocks: Vec<Option<Vec<LaunchShape>>> = Vec::new();
             let mut trapping: Vec<(Kernel, Option<Vec<LaunchShape>>)> = Vec::new();
             let mut covered = 0;
+            // Where every instantiation found can be lowered, all are kept:
+            // the cap would leave the condition unknown for the rest.
+            let keep = if candidates.len() <= MAX_TRIED {
+                MAX_TRIED
+            } else {
+                MAX_LOWERED
+            };
             for args in candidates.iter().take(MAX_TRIED) {
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
                 let b = launch_blocks(&launches, args, &k);
@@ -323,7 +331,7 @@ fn lower_files_streaming(
                         }
                         _ => None,
                     };
-                } else if kernels.len() == MAX_LOWERED {
+                } else if kernels.len() == keep {
                     break;
                 } else {
                     kernels.push(k);
