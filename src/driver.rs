@@ -157,15 +157,15 @@ pub fn lower_all(
     inputs: &Inputs,
     options: &Options,
 ) -> Result<(Vec<KernelEntry>, Vec<preprocess::Diag>), LoadError> {
-    let mut units = Vec::new();
-    for path in &inputs.units {
-        units.push(db.load(path)?);
-    }
-    let mut headers = Vec::new();
-    for h in &inputs.headers {
-        headers.push(db.load(h)?);
-    }
+    let (units, headers) = load(db, inputs)?;
     Ok(lower_files(db, units, headers, options))
+}
+
+/// Reads the inputs into the database: the units' ids, then the headers'.
+fn load(db: &mut SourceDb, inputs: &Inputs) -> Result<(Vec<FileId>, Vec<FileId>), LoadError> {
+    let units = inputs.units.iter().map(|p| db.load(p)).collect::<Result<_, _>>()?;
+    let headers = inputs.headers.iter().map(|p| db.load(p)).collect::<Result<_, _>>()?;
+    Ok((units, headers))
 }
 
 /// [`lower_all`] on files already in the database (text given by a test or a fuzzer).
@@ -506,14 +506,7 @@ pub fn lower_and_check(
     queued: &(dyn Fn(usize) + Sync),
     done: &(dyn Fn(&KernelResult) + Sync),
 ) -> Result<Checked, LoadError> {
-    let mut units = Vec::new();
-    for path in &inputs.units {
-        units.push(db.load(path)?);
-    }
-    let mut headers = Vec::new();
-    for h in &inputs.headers {
-        headers.push(db.load(h)?);
-    }
+    let (units, headers) = load(db, inputs)?;
     let pool: Pool<(FileId, u32), std::sync::Arc<KernelEntry>> = Pool::default();
     let (entries, diagnostics) = std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
