@@ -897,12 +897,26 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                     .iter()
                     .map(|a| format!("{}={}", a.name, a.value))
                     .collect();
+                let (mut accesses, mut collectives) = (0, 0);
+                k.body.walk(&mut |s| match &s.kind {
+                    crate::ir::StmtKind::Access(a)
+                        if !matches!(k.objects[a.object.index()].space, crate::ir::Space::Local) =>
+                    {
+                        accesses += 1
+                    }
+                    crate::ir::StmtKind::Barrier(_) | crate::ir::StmtKind::Primitive(_) => collectives += 1,
+                    _ => {}
+                });
                 eprintln!(
-                    "job {}: <{}> block {:?}: {} syncs, {} loops, traps {}",
+                    "job {} of {}: <{}> block {:?}: {} records of {} accesses, {} syncs of {} collectives, {} loops, traps {}",
                     jobs.len(),
+                    e.name,
                     args.join(", "),
                     mopts.shape.block_known,
+                    model.records.len(),
+                    accesses,
                     model.syncs.len(),
+                    collectives,
                     model.loops.len(),
                     k.always_traps()
                 );
