@@ -1392,14 +1392,14 @@ impl<'u> Lowerer<'u> {
             .map(named_children)
             .unwrap_or_default()
             .into_iter()
-            .filter(|c| c.kind() == "gnu_asm_output_operand")
+            .filter(|c| c.kind_name() == "gnu_asm_output_operand")
             .collect();
         let inputs: Vec<Node> = node
             .field("input_operands")
             .map(named_children)
             .unwrap_or_default()
             .into_iter()
-            .filter(|c| c.kind() == "gnu_asm_input_operand")
+            .filter(|c| c.kind_name() == "gnu_asm_input_operand")
             .collect();
         let clobbers_memory = node
             .field("clobbers")

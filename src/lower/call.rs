@@ -45,10 +45,10 @@ impl Operand {
 
 /// The name a template parameter declares.
 pub(super) fn template_param_name(frag: &Fragment, p: Node) -> Option<String> {
-    match p.kind() {
+    match p.kind_name() {
         "type_parameter_declaration" | "variadic_type_parameter_declaration" => named_children(p)
             .into_iter()
-            .find(|c| c.kind() == "type_identifier")
+            .find(|c| c.kind_name() == "type_identifier")
             .map(|n| syntax::text(frag, n).to_string()),
         "optional_type_parameter_declaration" => p.field("name").map(|n| syntax::text(frag, n).to_string()),
         "parameter_declaration" | "optional_parameter_declaration" | "variadic_parameter_declaration" => p
@@ -58,7 +58,7 @@ pub(super) fn template_param_name(frag: &Fragment, p: Node) -> Option<String> {
         "template_template_parameter_declaration" => named_children(p)
             .into_iter()
             .rev()
-            .find(|c| c.kind() == "type_identifier")
+            .find(|c| c.kind_name() == "type_identifier")
             .map(|n| syntax::text(frag, n).to_string()),
         _ => None,
     }
@@ -84,7 +84,7 @@ fn owner_name(frag: &Fragment, params: Node) -> String {
 
 fn is_variadic_param(p: Node) -> bool {
     matches!(
-        p.kind(),
+        p.kind_name(),
         "variadic_type_parameter_declaration" | "variadic_parameter_declaration"
     )
 }
@@ -93,18 +93,20 @@ fn is_variadic_param(p: Node) -> bool {
 fn function_params<'u>(function: Node<'u>) -> Option<Vec<Node<'u>>> {
     let mut d = function.field("declarator")?;
     for _ in 0..16 {
-        if d.kind() == "function_declarator" {
+        if d.kind_name() == "function_declarator" {
             let params = d.field("parameters")?;
             return Some(
                 named_children(params)
                     .into_iter()
                     .filter(|p| {
                         matches!(
-                            p.kind(),
+                            p.kind_name(),
                             "parameter_declaration"
                                 | "optional_parameter_declaration"
                                 | "variadic_parameter_declaration"
-                        ) && !(p.kind() == "parameter_declaration" && p.field("declarator").is_none() && is_void(*p))
+                        ) && !(p.kind_name() == "parameter_declaration"
+                            && p.field("declarator").is_none()
+                            && is_void(*p))
                     })
                     .collect(),
             );
@@ -117,7 +119,7 @@ fn function_params<'u>(function: Node<'u>) -> Option<Vec<Node<'u>>> {
 /// `f(void)`.
 fn is_void(p: Node) -> bool {
     p.field("type")
-        .is_some_and(|t| t.kind() == "primitive_type" && t.end_byte() - t.start_byte() == 4)
+        .is_some_and(|t| t.kind_name() == "primitive_type" && t.end_byte() - t.start_byte() == 4)
         && p.child_count() == 1
 }
 
@@ -140,7 +142,8 @@ impl<'u> Lowerer<'u> {
             let Some(name) = template_param_name(ctx.frag, p) else {
                 continue;
             };
-            let is_type = p.kind().contains("type_parameter") || p.kind() == "template_template_parameter_declaration";
+            let is_type =
+                p.kind_name().contains("type_parameter") || p.kind_name() == "template_template_parameter_declaration";
             if is_variadic_param(p) {
                 let rest: Vec<TArg> = explicit.get(next..).map(|r| r.to_vec()).unwrap_or_default();
                 next = explicit.len();
@@ -183,7 +186,7 @@ impl<'u> Lowerer<'u> {
         let mut merged = (*ctx.tenv).clone();
         merged.extend(env.clone());
         scoped.tenv = Rc::new(merged);
-        match p.kind() {
+        match p.kind_name() {
             "optional_type_parameter_declaration" => {
                 let t = p.field("default_type")?;
                 Some(TArg::Type(self.in_ctx(scoped, |l| l.type_node(t))))
@@ -407,8 +410,11 @@ impl<'u> Lowerer<'u> {
     ) -> Option<(TemplateEnv, u32)> {
         let d = self.index.decl(id).clone();
         let params = function_params(d.node)?;
-        let variadic = params.iter().any(|p| p.kind() == "variadic_parameter_declaration");
-        let required = params.iter().filter(|p| p.kind() == "parameter_declaration").count();
+        let variadic = params.iter().any(|p| p.kind_name() == "variadic_parameter_declaration");
+        let required = params
+            .iter()
+            .filter(|p| p.kind_name() == "parameter_declaration")
+            .count();
         if operands.len() < required || (!variadic && operands.len() > params.len()) {
             return None;
         }
@@ -436,7 +442,7 @@ impl<'u> Lowerer<'u> {
             merged.extend(explicit_env.clone());
             dctx.tenv = Rc::new(merged);
             for (i, p) in params.iter().enumerate() {
-                if p.kind() == "variadic_parameter_declaration" {
+                if p.kind_name() == "variadic_parameter_declaration" {
                     // `Args... args`: the pack takes the remaining operand types.
                     if let Some(t) = p.field("type") {
                         let tname = syntax::text(d.frag, t).trim().to_string();
@@ -475,7 +481,7 @@ impl<'u> Lowerer<'u> {
         let ctx = self.callee_ctx(id, class, &env);
         let mut cost = 0u32;
         for (i, p) in params.iter().enumerate() {
-            if p.kind() == "variadic_parameter_declaration" {
+            if p.kind_name() == "variadic_parameter_declaration" {
                 break;
             }
             let Some(op) = operands.get(i) else { break };
@@ -495,7 +501,7 @@ impl<'u> Lowerer<'u> {
         let mut actual = actual.clone();
         let mut node = p.field("declarator");
         while let Some(n) = node {
-            match n.kind() {
+            match n.kind_name() {
                 "pointer_declarator" | "abstract_pointer_declarator" => match actual.clone() {
                     Type::Ptr(inner) | Type::Array(inner, _) => actual = (*inner).clone(),
                     Type::Nullptr => return true,
@@ -523,9 +529,11 @@ impl<'u> Lowerer<'u> {
                 }
                 _ => {}
             }
-            node = n
-                .field("declarator")
-                .or_else(|| named_children(n).into_iter().find(|c| c.kind().ends_with("declarator")));
+            node = n.field("declarator").or_else(|| {
+                named_children(n)
+                    .into_iter()
+                    .find(|c| c.kind_name().ends_with("declarator"))
+            });
         }
         if !mentions(&text, names) {
             return true;
@@ -604,7 +612,7 @@ impl<'u> Lowerer<'u> {
         self.frame_mut().this = this;
         let mut ops = operands.into_iter();
         for (i, p) in params.iter().enumerate() {
-            if p.kind() == "variadic_parameter_declaration" {
+            if p.kind_name() == "variadic_parameter_declaration" {
                 let rest: Vec<Operand> = ops.by_ref().collect();
                 let name = p
                     .field("declarator")
@@ -667,14 +675,14 @@ impl<'u> Lowerer<'u> {
         // Member initialisers of a constructor.
         if let Some(inits) = named_children(d.node)
             .into_iter()
-            .find(|c| c.kind() == "field_initializer_list")
+            .find(|c| c.kind_name() == "field_initializer_list")
         {
             self.member_initializers(inits);
         }
         let dead_before = self.dead;
         let body = self.sub_block(|l| {
             if let Some(b) = d.node.field("body") {
-                if b.kind() == "compound_statement" {
+                if b.kind_name() == "compound_statement" {
                     l.compound(b);
                 } else {
                     l.unknown(b, "function-try-block");
@@ -861,7 +869,10 @@ impl<'u> Lowerer<'u> {
             .unwrap_or_default();
         let mut ops = operands.into_iter();
         for p in params {
-            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+            if !matches!(
+                p.kind_name(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
                 continue;
             }
             let (pty, name) = self.declared_type(p);
@@ -943,7 +954,7 @@ impl<'u> Lowerer<'u> {
 
     /// `return e;` in the current function.
     pub(super) fn return_stmt(&mut self, node: Node<'u>) {
-        let value_node = named_children(node).into_iter().find(|c| c.kind() != "comment");
+        let value_node = named_children(node).into_iter().find(|c| c.kind_name() != "comment");
         let in_function = self.frame().ret.is_some();
         if !in_function {
             // A kernel-level return: leave the kernel.
@@ -988,7 +999,7 @@ impl<'u> Lowerer<'u> {
             return;
         }
         let value = match value_node {
-            Some(v) if v.kind() == "initializer_list" => {
+            Some(v) if v.kind_name() == "initializer_list" => {
                 let items: Vec<Operand> = named_children(v).into_iter().map(|i| self.operand(i)).collect();
                 self.list_value(&ret_ty, items, v)
             }
@@ -1215,11 +1226,11 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
     let mut ty = base;
     let mut node = declarator;
     for _ in 0..16 {
-        match node.kind() {
+        match node.kind_name() {
             "function_declarator" => {
                 if let Some(tr) = named_children(node)
                     .into_iter()
-                    .find(|c| c.kind() == "trailing_return_type")
+                    .find(|c| c.kind_name() == "trailing_return_type")
                 {
                     if let Some(t) = named_children(tr).first() {
                         return l.type_descriptor(*t);
@@ -1253,10 +1264,10 @@ fn constant_key(op: &Operand) -> Option<String> {
 /// A by-value parameter declared `const` (`const int n`; not `const int * p`,
 /// whose pointer can change).
 fn is_const_scalar_param(frag: &Fragment, p: Node) -> bool {
-    p.field("declarator").is_some_and(|d| d.kind() == "identifier")
+    p.field("declarator").is_some_and(|d| d.kind_name() == "identifier")
         && named_children(p)
             .into_iter()
-            .any(|c| c.kind() == "type_qualifier" && matches!(syntax::text(frag, c), "const" | "constexpr"))
+            .any(|c| c.kind_name() == "type_qualifier" && matches!(syntax::text(frag, c), "const" | "constexpr"))
 }
 
 /// A value fixed at compile time.
@@ -1293,7 +1304,7 @@ impl ParamPattern {
         let mut is_ref = false;
         let mut node = p.field("declarator");
         while let Some(n) = node {
-            if n.kind().contains("reference_declarator") {
+            if n.kind_name().contains("reference_declarator") {
                 is_ref = true;
             }
             node = n.field("declarator");
@@ -1356,11 +1367,14 @@ impl<'u> Lowerer<'u> {
         let Some(func) = node.field("function") else {
             return Operand::Value(self.unknown_value(node, "call without a callee"));
         };
-        if named_children(node).iter().any(|c| c.kind() == "kernel_call_syntax") {
+        if named_children(node)
+            .iter()
+            .any(|c| c.kind_name() == "kernel_call_syntax")
+        {
             return Operand::Value(self.unknown_value(node, "kernel launch from device code"));
         }
         let args = node.field("arguments");
-        match func.kind() {
+        match func.kind_name() {
             "identifier" => {
                 let name = self.text(func).to_string();
                 // `dim3(x, y)`, `make`-less vector construction.
@@ -1425,7 +1439,7 @@ impl<'u> Lowerer<'u> {
             .and_then(|a| named_children(a).into_iter().next())
             .map(|t| self.type_descriptor(t))
             .unwrap_or(Type::Opaque("?".into()));
-        let arg = args.and_then(|a| named_children(a).into_iter().find(|c| c.kind() != "comment"));
+        let arg = args.and_then(|a| named_children(a).into_iter().find(|c| c.kind_name() != "comment"));
         let Some(arg) = arg else {
             return Operand::Value(self.unknown_value(node, "cast without an operand"));
         };
@@ -1667,7 +1681,7 @@ impl<'u> Lowerer<'u> {
             let ops = self.operands(args);
             return Operand::Value(self.opaque_call(&full, &ops, node));
         };
-        if name_node.kind() == "qualified_identifier" {
+        if name_node.kind_name() == "qualified_identifier" {
             // `a::b::f`: resolve `a` and continue inside it.
             let first = super::index::normalize(self.text(scope_node));
             let parts: Vec<&str> = first.split("::").collect();
@@ -1701,7 +1715,7 @@ impl<'u> Lowerer<'u> {
         let (Some(scope_node), Some(name_node)) = (func.field("scope"), func.field("name")) else {
             return self.library_or_opaque(full, &[], ops, node);
         };
-        if name_node.kind() == "qualified_identifier" {
+        if name_node.kind_name() == "qualified_identifier" {
             let first = super::index::normalize(self.text(scope_node));
             let parts: Vec<&str> = first.split("::").collect();
             if let Some(s) = self.resolve_scope_path(&parts) {
@@ -1713,7 +1727,7 @@ impl<'u> Lowerer<'u> {
             }
             return self.library_or_opaque(full, &[], ops, node);
         }
-        let (name, explicit) = match name_node.kind() {
+        let (name, explicit) = match name_node.kind_name() {
             "template_function" => {
                 let n = name_node
                     .field("name")
@@ -1728,7 +1742,7 @@ impl<'u> Lowerer<'u> {
             _ => (super::index::normalize(self.text(name_node)), Vec::new()),
         };
         // A class scope: a static member function (or a base-class call with `this`).
-        let scope_ty = match scope_node.kind() {
+        let scope_ty = match scope_node.kind_name() {
             "template_type" => Some(self.template_type(scope_node)),
             "namespace_identifier" | "type_identifier" => {
                 let sname = self.text(scope_node).to_string();
@@ -1838,7 +1852,7 @@ impl<'u> Lowerer<'u> {
             return Operand::Value(self.unknown_value(node, "method call without an object"));
         };
         let arrow = func.field("operator").is_some_and(|o| self.text(o) == "->");
-        let (name, explicit) = match field.kind() {
+        let (name, explicit) = match field.kind_name() {
             "template_method" => {
                 let n = field
                     .field("name")
@@ -1852,7 +1866,7 @@ impl<'u> Lowerer<'u> {
             }
             _ => (super::index::normalize(self.text(field)), Vec::new()),
         };
-        let object = if arg.kind() == "this" {
+        let object = if arg.kind_name() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,
                 None => return Operand::Value(self.unknown_value(node, "`this` outside a member function")),

@@ -10,6 +10,7 @@
 //! Assumption (README, "Launch facts"): the files checked hold every write to
 //! such a field, and it is read after it is written (not while still zero).
 
+use crate::syntax::NodeExt;
 use tree_sitter::{Node, Parser};
 
 use crate::syntax::{language, named_children};
@@ -50,13 +51,13 @@ fn field_writes<'t>(text: &str, root: Node<'t>) -> Vec<(String, Node<'t>, String
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        let target = match n.kind() {
+        let target = match n.kind_name() {
             "assignment_expression" => n.child_by_field_name("left"),
             "update_expression" => n.child_by_field_name("argument"),
             _ => None,
         };
         if let Some(field) = target
-            .filter(|t| t.kind() == "field_expression")
+            .filter(|t| t.kind_name() == "field_expression")
             .and_then(|t| t.child_by_field_name("field"))
         {
             let op = n
@@ -76,7 +77,7 @@ fn field_writes<'t>(text: &str, root: Node<'t>) -> Vec<(String, Node<'t>, String
 /// `….warpSize`, or the warp size itself as a literal.
 fn stores_warp_size(text: &str, value: Node, warp_size: u32) -> bool {
     let read = |n: Node| n.utf8_text(text.as_bytes()).unwrap_or("").trim().to_string();
-    match value.kind() {
+    match value.kind_name() {
         "field_expression" => value
             .child_by_field_name("field")
             .is_some_and(|f| read(f) == "warpSize"),

@@ -42,7 +42,7 @@ impl<'u> Lowerer<'u> {
     }
 
     fn expr_inner(&mut self, node: Node<'u>) -> Value {
-        match node.kind() {
+        match node.kind_name() {
             "number_literal" => self.number(node),
             "char_literal" => {
                 let v = crate::preprocess::cond::char_value(self.text(node));
@@ -63,7 +63,7 @@ impl<'u> Lowerer<'u> {
                 offset: i64c(0),
                 pointee: Type::Void,
             }),
-            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind() != "comment") {
+            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind_name() != "comment") {
                 Some(inner) => self.expr(inner),
                 None => Value::Void,
             },
@@ -202,7 +202,7 @@ impl<'u> Lowerer<'u> {
             "parameter_pack_expansion" => self.unknown_value(node, "pack expansion in this position"),
             "new_expression" | "delete_expression" => self.unknown_value(node, "dynamic allocation in device code"),
             "throw_expression" | "co_await_expression" | "co_yield_statement" => {
-                self.unknown_value(node, format!("`{}` in device code", node.kind()))
+                self.unknown_value(node, format!("`{}` in device code", node.kind_name()))
             }
             "comment" => Value::Void,
             "ERROR" => {
@@ -643,7 +643,9 @@ impl<'u> Lowerer<'u> {
         let Some(arg) = node.field("argument") else {
             return Value::Void;
         };
-        let prefix = node.child(0).is_some_and(|c| c.kind() == "++" || c.kind() == "--");
+        let prefix = node
+            .child(0)
+            .is_some_and(|c| c.kind_name() == "++" || c.kind_name() == "--");
         let place = self.place(arg);
         let old = self.read(&place, node);
         let one = Value::Scalar(Expr::int(1, ScalarTy::I32), Type::int(32, true));
@@ -710,7 +712,7 @@ impl<'u> Lowerer<'u> {
             return Value::Void;
         };
         let place = self.place(l);
-        let value = if r.kind() == "initializer_list" {
+        let value = if r.kind_name() == "initializer_list" {
             let items: Vec<Operand> = named_children(r).into_iter().map(|i| self.operand(i)).collect();
             let ty = place.ty();
             self.list_value(&ty, items, r)
@@ -922,7 +924,7 @@ impl<'u> Lowerer<'u> {
         let pattern = [left, right]
             .into_iter()
             .flatten()
-            .find(|n| n.kind() != "..." && self.pack_names(*n).len() == 1 || self.mentions_pack(*n));
+            .find(|n| n.kind_name() != "..." && self.pack_names(*n).len() == 1 || self.mentions_pack(*n));
         let Some(pattern) = pattern else {
             return self.unknown_value(node, "fold expression without a pack");
         };
@@ -965,7 +967,7 @@ impl<'u> Lowerer<'u> {
             if steps > 10_000 {
                 break;
             }
-            if matches!(n.kind(), "identifier" | "type_identifier") {
+            if matches!(n.kind_name(), "identifier" | "type_identifier") {
                 let name = self.text(n).to_string();
                 if matches!(
                     self.lookup_local(&name),
@@ -1021,10 +1023,10 @@ impl<'u> Lowerer<'u> {
         let mut out = Vec::new();
         let Some(args) = args else { return out };
         for a in named_children(args) {
-            if a.kind() == "comment" {
+            if a.kind_name() == "comment" {
                 continue;
             }
-            if a.kind() == "parameter_pack_expansion" {
+            if a.kind_name() == "parameter_pack_expansion" {
                 let Some(pattern) = a.field("pattern") else {
                     continue;
                 };
@@ -1051,14 +1053,14 @@ impl<'u> Lowerer<'u> {
 
     /// An argument: a place when the syntax is an lvalue, else a value.
     pub(super) fn operand(&mut self, node: Node<'u>) -> Operand {
-        match node.kind() {
+        match node.kind_name() {
             "identifier" | "field_expression" | "subscript_expression" | "qualified_identifier" => {
                 Operand::Place(self.place(node))
             }
             "pointer_expression" if node.field("operator").is_some_and(|o| self.text(o) == "*") => {
                 Operand::Place(self.place(node))
             }
-            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind() != "comment") {
+            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind_name() != "comment") {
                 Some(inner) => self.operand(inner),
                 None => Operand::Value(Value::Void),
             },
@@ -1081,13 +1083,13 @@ impl<'u> Lowerer<'u> {
     }
 
     fn place_inner(&mut self, node: Node<'u>) -> Place {
-        match node.kind() {
+        match node.kind_name() {
             "identifier" | "type_identifier" | "field_identifier" => {
                 let name = self.text(node).to_string();
                 self.name_place(&name, node)
             }
             "qualified_identifier" => self.qualified_place(node),
-            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind() != "comment") {
+            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind_name() != "comment") {
                 Some(inner) => self.place(inner),
                 None => Place::Temp(Value::Void),
             },
@@ -1273,7 +1275,7 @@ impl<'u> Lowerer<'u> {
             return Place::Temp(self.unknown_value(node, format!("name `{full}`")));
         };
         let name = normalize(self.text(name_node));
-        if name_node.kind() == "template_function" {
+        if name_node.kind_name() == "template_function" {
             // `ns::var<args>` / `std::is_same_v<A, B>`.
             let path = normalize(self.text(scope_node));
             let parts: Vec<&str> = path.split("::").collect();
@@ -1285,7 +1287,7 @@ impl<'u> Lowerer<'u> {
             return Place::Temp(self.template_value_in(name_node, scope, &format!("{path}::{base}")));
         }
         // A class (template) scope: a static member.
-        let scope_ty = match scope_node.kind() {
+        let scope_ty = match scope_node.kind_name() {
             "template_type" => Some(self.template_type(scope_node)),
             "namespace_identifier" | "type_identifier" => {
                 let sname = self.text(scope_node).to_string();
@@ -1325,7 +1327,7 @@ impl<'u> Lowerer<'u> {
                 return Place::Temp(v);
             }
         }
-        if name_node.kind() == "qualified_identifier" {
+        if name_node.kind_name() == "qualified_identifier" {
             let path = normalize(self.text(scope_node));
             let parts: Vec<&str> = path.split("::").collect();
             if let Some(s) = self.resolve_scope_path(&parts) {
@@ -1387,7 +1389,7 @@ impl<'u> Lowerer<'u> {
         let mut out = Vec::new();
         for (clause, _) in clauses {
             for b in named_children(clause) {
-                if b.kind() == "access_specifier" {
+                if b.kind_name() == "access_specifier" {
                     continue;
                 }
                 let t = self.in_ctx(ctx.clone(), |l| l.type_node(b));
@@ -1507,7 +1509,7 @@ impl<'u> Lowerer<'u> {
         };
         let arrow = node.field("operator").is_some_and(|o| self.text(o) == "->");
         let name = normalize(self.text(field));
-        let base = if arg.kind() == "this" {
+        let base = if arg.kind_name() == "this" {
             match self.frame().this.clone() {
                 Some(p) => p,
                 None => return Place::Temp(self.unknown_value(node, "`this` outside a member function")),
@@ -1615,7 +1617,7 @@ impl<'u> Lowerer<'u> {
         };
         let index_node = node
             .field("indices")
-            .and_then(|i| named_children(i).into_iter().find(|c| c.kind() != "comment"));
+            .and_then(|i| named_children(i).into_iter().find(|c| c.kind_name() != "comment"));
         let Some(index_node) = index_node else {
             return Place::Temp(self.unknown_value(node, "subscript without an index"));
         };
@@ -2444,7 +2446,7 @@ fn value_mentions(v: &Value, vars: &[crate::ir::VarId]) -> bool {
 
 /// The initializer of a declarator (`= v`, `(args)`, `{…}`).
 pub(super) fn init_of(declarator: Node) -> Option<Node> {
-    if declarator.kind() == "init_declarator" {
+    if declarator.kind_name() == "init_declarator" {
         return declarator.field("value");
     }
     None

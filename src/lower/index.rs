@@ -117,7 +117,7 @@ pub struct Index<'u> {
 pub(super) fn array_bounds<'t>(outer: Node<'t>) -> (Vec<Node<'t>>, Option<Node<'t>>) {
     let mut chain = vec![outer];
     let mut inner = outer.field("declarator");
-    while let Some(d) = inner.filter(|d| d.kind().ends_with("array_declarator")) {
+    while let Some(d) = inner.filter(|d| d.kind_name().ends_with("array_declarator")) {
         chain.push(d);
         inner = d.field("declarator");
     }
@@ -129,7 +129,7 @@ pub(super) fn array_bounds<'t>(outer: Node<'t>) -> (Vec<Node<'t>>, Option<Node<'
 /// initialisers, parentheses) and that name's node.
 pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(String, Node<'t>)> {
     for _ in 0..64 {
-        match node.kind() {
+        match node.kind_name() {
             "identifier"
             | "field_identifier"
             | "type_identifier"
@@ -148,7 +148,7 @@ pub fn declarator_name<'t>(frag: &Fragment, mut node: Node<'t>) -> Option<(Strin
                 let children = named_children(node);
                 *children.iter().find(|c| {
                     !matches!(
-                        c.kind(),
+                        c.kind_name(),
                         "type_qualifier" | "ms_pointer_modifier" | "attribute_specifier" | "attribute_declaration"
                     )
                 })?
@@ -166,9 +166,9 @@ pub fn normalize(name: &str) -> String {
 /// Whether a function definition or declaration is marked `__global__`.
 pub fn is_global(node: Node) -> bool {
     let mut cursor = node.walk();
-    let found = node
-        .children(&mut cursor)
-        .any(|c| c.kind() == "__global__" || (c.kind() == "type_qualifier" && syntax::has_token(c, "__global__")));
+    let found = node.children(&mut cursor).any(|c| {
+        c.kind_name() == "__global__" || (c.kind_name() == "type_qualifier" && syntax::has_token(c, "__global__"))
+    });
     found
 }
 
@@ -358,7 +358,7 @@ impl<'u> Index<'u> {
         if depth > 200 {
             return;
         }
-        match node.kind() {
+        match node.kind_name() {
             "translation_unit" | "declaration_list" | "ERROR" | "field_declaration_list" => {
                 for child in named_children(node) {
                     self.walk(frag, child, scope, None, depth + 1);
@@ -386,7 +386,7 @@ impl<'u> Index<'u> {
             "template_declaration" => {
                 let params = node.field("parameters");
                 for child in named_children(node) {
-                    if child.kind() != "template_parameter_list" && child.kind() != "requires_clause" {
+                    if child.kind_name() != "template_parameter_list" && child.kind_name() != "requires_clause" {
                         self.walk(frag, child, scope, params, depth + 1);
                     }
                 }
@@ -455,8 +455,10 @@ impl<'u> Index<'u> {
         let mut stack = vec![body];
         let mut cursor = body.walk();
         while let Some(n) = stack.pop() {
-            if matches!(n.kind(), "struct_specifier" | "union_specifier" | "class_specifier")
-                && n.field("body").is_some()
+            if matches!(
+                n.kind_name(),
+                "struct_specifier" | "union_specifier" | "class_specifier"
+            ) && n.field("body").is_some()
             {
                 let s = *local_scope.get_or_insert_with(|| self.new_scope("<local>", scope, ScopeKind::Namespace));
                 if let Some(id) = self.class(frag, n, s, None, None, depth + 1) {
@@ -464,7 +466,7 @@ impl<'u> Index<'u> {
                 }
                 continue;
             }
-            if n.kind() == "lambda_expression" || n.kind() == "function_definition" && n != function {
+            if n.kind_name() == "lambda_expression" || n.kind_name() == "function_definition" && n != function {
                 continue;
             }
             stack.extend(n.named_children(&mut cursor));
@@ -511,7 +513,7 @@ impl<'u> Index<'u> {
         let Some((name, name_node)) = declarator_name(frag, declarator) else {
             return;
         };
-        let (target_scope, simple, specialization) = match name_node.kind() {
+        let (target_scope, simple, specialization) = match name_node.kind_name() {
             "qualified_identifier" => {
                 let parts: Vec<&str> = name.split("::").collect();
                 let (last, path) = parts.split_last().expect("split gives one part");
@@ -546,7 +548,7 @@ impl<'u> Index<'u> {
     ) {
         // A class or enum defined in the declaration (`struct S {…} s;`).
         if let Some(ty) = node.field("type") {
-            match ty.kind() {
+            match ty.kind_name() {
                 "struct_specifier" | "class_specifier" | "union_specifier" if ty.field("body").is_some() => {
                     self.class(frag, ty, scope, template, None, depth);
                 }
@@ -556,16 +558,16 @@ impl<'u> Index<'u> {
                 _ => {}
             }
         }
-        let is_field = node.kind() == "field_declaration";
+        let is_field = node.kind_name() == "field_declaration";
         let is_static = named_children(node)
             .iter()
-            .any(|c| c.kind() == "storage_class_specifier" && text(frag, *c) == "static");
+            .any(|c| c.kind_name() == "storage_class_specifier" && text(frag, *c) == "static");
         let mut cursor = node.walk();
         let declarators: Vec<Node> = node.children_by_field_name("declarator", &mut cursor).collect();
         // An anonymous struct or union member: its members are the class's own.
         if is_field && declarators.is_empty() {
             let anonymous = node.field("type").is_some_and(|t| {
-                matches!(t.kind(), "struct_specifier" | "union_specifier")
+                matches!(t.kind_name(), "struct_specifier" | "union_specifier")
                     && t.field("name").is_none()
                     && t.field("body").is_some()
             });
@@ -613,7 +615,7 @@ impl<'u> Index<'u> {
         if let Some(ty) = ty {
             let anonymous = ty.field("name").is_none();
             if ty.field("body").is_some() {
-                match ty.kind() {
+                match ty.kind_name() {
                     "struct_specifier" | "class_specifier" | "union_specifier" => {
                         // `typedef struct {…} name;` names the struct `name`.
                         let alias = if anonymous { first_name.clone() } else { None };
@@ -653,7 +655,7 @@ impl<'u> Index<'u> {
     ) -> Option<DeclId> {
         let name_node = node.field("name");
         let (name, specialization) = match name_node {
-            Some(n) if n.kind() == "template_type" => (
+            Some(n) if n.kind_name() == "template_type" => (
                 n.field("name").map(|x| text(frag, x).to_string()).unwrap_or_default(),
                 n.field("arguments"),
             ),
@@ -676,7 +678,7 @@ impl<'u> Index<'u> {
         self.add(scope, decl);
         if let Some(bases) = named_children(node)
             .into_iter()
-            .find(|c| c.kind() == "base_class_clause")
+            .find(|c| c.kind_name() == "base_class_clause")
         {
             self.bases.entry(members).or_default().push((bases, frag));
         }
@@ -706,7 +708,7 @@ impl<'u> Index<'u> {
         };
         let enumerators: Vec<Node> = named_children(body)
             .into_iter()
-            .filter(|c| c.kind() == "enumerator")
+            .filter(|c| c.kind_name() == "enumerator")
             .collect();
         for (i, e) in enumerators.into_iter().enumerate() {
             let Some(name) = e.field("name") else {
@@ -728,7 +730,7 @@ impl<'u> Index<'u> {
 
 fn is_function_declarator(mut node: Node) -> bool {
     for _ in 0..16 {
-        match node.kind() {
+        match node.kind_name() {
             "function_declarator" => return true,
             "pointer_declarator"
             | "reference_declarator"
@@ -737,9 +739,9 @@ fn is_function_declarator(mut node: Node) -> bool {
             | "array_declarator" => {
                 // `int (*f)(int)` is a variable; a pointer directly to a function
                 // declarator is a function returning a pointer.
-                if node.kind() == "parenthesized_declarator"
-                    || node.kind() == "init_declarator"
-                    || node.kind() == "array_declarator"
+                if node.kind_name() == "parenthesized_declarator"
+                    || node.kind_name() == "init_declarator"
+                    || node.kind_name() == "array_declarator"
                 {
                     return false;
                 }

@@ -476,15 +476,15 @@ fn wrapper_config(operands: &[super::Value]) -> Option<(Option<&super::Value>, &
 /// The operands of the initializer of the variable `name` names, declared in
 /// a block around `name` before it: `T v = {a, b}`, `T v{a, b}`, `T v(a, b)`.
 fn initializer_operands<'t>(frag: &Fragment, name: Node<'t>) -> Option<Vec<Node<'t>>> {
-    if name.kind() != "identifier" {
+    if name.kind_name() != "identifier" {
         return None;
     }
     let wanted = syntax::text(frag, name);
     let mut n = name;
     while let Some(p) = n.parent() {
-        if p.kind() == "compound_statement" {
+        if p.kind_name() == "compound_statement" {
             for stmt in named_children(p).into_iter().rev() {
-                if stmt.start_byte() >= n.start_byte() || stmt.kind() != "declaration" {
+                if stmt.start_byte() >= n.start_byte() || stmt.kind_name() != "declaration" {
                     continue;
                 }
                 let mut cursor = stmt.walk();
@@ -492,11 +492,11 @@ fn initializer_operands<'t>(frag: &Fragment, name: Node<'t>) -> Option<Vec<Node<
                     if declarator_name(frag, d).is_none_or(|(n, _)| n != wanted) {
                         continue;
                     }
-                    let init = match d.kind() {
+                    let init = match d.kind_name() {
                         "init_declarator" => d.field("value"),
                         _ => None,
                     }?;
-                    let list = match init.kind() {
+                    let list = match init.kind_name() {
                         "initializer_list" | "argument_list" => init,
                         "compound_literal_expression" => init.field("value")?,
                         "call_expression" => init.field("arguments")?,
@@ -506,7 +506,7 @@ fn initializer_operands<'t>(frag: &Fragment, name: Node<'t>) -> Option<Vec<Node<
                 }
             }
         }
-        if p.kind() == "function_definition" {
+        if p.kind_name() == "function_definition" {
             return None;
         }
         n = p;
@@ -550,7 +550,7 @@ fn launch_shapes(
 /// The parameter list of a function definition or declaration.
 fn parameter_list(function: Node) -> Option<Node> {
     let mut decl = function.field("declarator")?;
-    while decl.kind() != "function_declarator" {
+    while decl.kind_name() != "function_declarator" {
         decl = decl.field("declarator")?;
     }
     decl.field("parameters")
@@ -565,12 +565,17 @@ fn kernel_param_names(index: &Index, kernel: DeclId) -> Vec<String> {
     };
     let params = named_children(params);
     // After a parameter pack the positions of operands and parameters part.
-    if params.iter().any(|p| p.kind() == "variadic_parameter_declaration") {
+    if params.iter().any(|p| p.kind_name() == "variadic_parameter_declaration") {
         return Vec::new();
     }
     params
         .into_iter()
-        .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"))
+        .filter(|p| {
+            matches!(
+                p.kind_name(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            )
+        })
         .map(|p| {
             p.field("declarator")
                 .and_then(|x| declarator_name(d.frag, x))
@@ -663,7 +668,7 @@ impl Finder {
             let Some((_, name_node)) = declarator_name(frag, decl) else {
                 continue;
             };
-            if name_node.kind() != "template_function" {
+            if name_node.kind_name() != "template_function" {
                 continue;
             }
             let base = name_node.field("name").map(|n| syntax::text(frag, n)).unwrap_or("");
@@ -807,7 +812,7 @@ impl Finder {
             .as_ref()
             .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
         if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
-            let position = (node.kind() == "identifier")
+            let position = (node.kind_name() == "identifier")
                 .then(|| {
                     let name = syntax::text(frag, node);
                     kernel_param_names(l.index, f).iter().position(|p| p == name)
@@ -933,7 +938,7 @@ impl Finder {
     fn enclosing<'u>(&self, l: &Lowerer<'u>, node: Node<'u>) -> (Option<DeclId>, super::ScopeId) {
         let mut n = node.parent();
         while let Some(p) = n {
-            if p.kind() == "function_definition" {
+            if p.kind_name() == "function_definition" {
                 if let Some(&id) = self.function_nodes.get(&p.id()) {
                     return (Some(id), l.index.decl(id).scope);
                 }
@@ -962,12 +967,12 @@ fn operand_of<'t>(n: Node<'t>) -> Option<(Node<'t>, usize)> {
     let mut n = n;
     while let Some(p) = n
         .parent()
-        .filter(|p| matches!(p.kind(), "cast_expression" | "parenthesized_expression"))
+        .filter(|p| matches!(p.kind_name(), "cast_expression" | "parenthesized_expression"))
     {
         n = p;
     }
-    let list = n.parent().filter(|p| p.kind() == "argument_list")?;
-    let call = list.parent().filter(|p| p.kind() == "call_expression")?;
+    let list = n.parent().filter(|p| p.kind_name() == "argument_list")?;
+    let call = list.parent().filter(|p| p.kind_name() == "call_expression")?;
     let at = named_children(list).iter().position(|c| c.id() == n.id())?;
     Some((call, at))
 }
@@ -978,16 +983,16 @@ fn stored_in(frag: &Fragment, kernel: Node) -> Option<String> {
     let mut n = kernel;
     while let Some(p) = n
         .parent()
-        .filter(|p| matches!(p.kind(), "cast_expression" | "parenthesized_expression"))
+        .filter(|p| matches!(p.kind_name(), "cast_expression" | "parenthesized_expression"))
     {
         n = p;
     }
     let p = n.parent()?;
-    match p.kind() {
+    match p.kind_name() {
         "init_declarator" if p.field("value") == Some(n) => declarator_name(frag, p).map(|(name, _)| name),
         "assignment_expression" if p.field("right") == Some(n) => p
             .field("left")
-            .filter(|l| l.kind() == "identifier")
+            .filter(|l| l.kind_name() == "identifier")
             .map(|l| syntax::text(frag, l).to_string()),
         _ => None,
     }
@@ -997,7 +1002,7 @@ fn stored_in(frag: &Fragment, kernel: Node) -> Option<String> {
 fn enclosing_function(node: Node) -> Option<Node> {
     let mut n = node.parent();
     while let Some(p) = n {
-        if p.kind() == "function_definition" {
+        if p.kind_name() == "function_definition" {
             return Some(p);
         }
         n = p.parent();
@@ -1009,7 +1014,7 @@ fn enclosing_function(node: Node) -> Option<Node> {
 fn launch_config_operand(call: Node, i: usize) -> Option<Node> {
     named_children(call)
         .into_iter()
-        .find(|n| n.kind() == "kernel_call_syntax")
+        .find(|n| n.kind_name() == "kernel_call_syntax")
         .and_then(|cfg| named_children(cfg).get(i).copied())
 }
 
@@ -1038,11 +1043,11 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
         if !frag.text.get(n.byte_range()).is_some_and(|t| t.contains(name)) {
             continue;
         }
-        match n.kind() {
+        match n.kind_name() {
             "template_function" | "template_type" if n.field("name").is_some_and(names_it) => {
                 let call = n
                     .parent()
-                    .filter(|p| p.kind() == "call_expression" && p.field("function") == Some(n));
+                    .filter(|p| p.kind_name() == "call_expression" && p.field("function") == Some(n));
                 out.push(Use {
                     node: n,
                     args: n.field("arguments"),
@@ -1062,9 +1067,11 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
             }
             "call_expression" => {
                 let callee = n.field("function");
-                let plain = callee.is_some_and(|f| match f.kind() {
+                let plain = callee.is_some_and(|f| match f.kind_name() {
                     "identifier" => names_it(f),
-                    "qualified_identifier" => f.field("name").is_some_and(|x| x.kind() == "identifier" && names_it(x)),
+                    "qualified_identifier" => f
+                        .field("name")
+                        .is_some_and(|x| x.kind_name() == "identifier" && names_it(x)),
                     _ => false,
                 });
                 if plain {
@@ -1092,7 +1099,10 @@ impl<'u> Lowerer<'u> {
             return;
         };
         for p in named_children(params) {
-            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+            if !matches!(
+                p.kind_name(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
                 continue;
             }
             let (ty, name) = self.declared_type(p);
@@ -1226,7 +1236,7 @@ impl<'u> Lowerer<'u> {
         let Some(callee) = call.field("function") else {
             return Vec::new();
         };
-        let (name_node, explicit) = match callee.kind() {
+        let (name_node, explicit) = match callee.kind_name() {
             "template_function" => (callee.field("name"), callee.field("arguments")),
             "identifier" => (Some(callee), None),
             _ => (None, None),
@@ -1310,9 +1320,12 @@ impl<'u> Lowerer<'u> {
         let Some(params) = parameter_list(d.node) else {
             return;
         };
-        let params = named_children(params)
-            .into_iter()
-            .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"));
+        let params = named_children(params).into_iter().filter(|p| {
+            matches!(
+                p.kind_name(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            )
+        });
         for (i, p) in params.enumerate() {
             let (ty, name) = self.declared_type(p);
             let Some(name) = name else { continue };
@@ -1344,7 +1357,7 @@ impl<'u> Lowerer<'u> {
                 continue;
             };
             match env.get(&name) {
-                Some(TArg::Pack(items)) if p.kind().starts_with("variadic") => tuple.extend(items.iter().cloned()),
+                Some(TArg::Pack(items)) if p.kind_name().starts_with("variadic") => tuple.extend(items.iter().cloned()),
                 Some(a) => tuple.push(a.clone()),
                 None => break,
             }
@@ -1403,7 +1416,7 @@ impl<'u> Lowerer<'u> {
             if let Some(g) = guard_of(frag, p, n) {
                 guards.push(g);
             }
-            if p.kind() == "compound_statement" {
+            if p.kind_name() == "compound_statement" {
                 levels.push(
                     named_children(p)
                         .into_iter()
@@ -1411,7 +1424,7 @@ impl<'u> Lowerer<'u> {
                         .collect(),
                 );
             }
-            if p.kind() == "function_definition" {
+            if p.kind_name() == "function_definition" {
                 break;
             }
             n = p;
@@ -1522,7 +1535,7 @@ impl<'u> Lowerer<'u> {
             }
         }
         for stmt in chosen.into_iter().rev() {
-            if stmt.kind() == "declaration" {
+            if stmt.kind_name() == "declaration" {
                 self.local_declaration(stmt);
             } else if let HostStmt::Scales(_, at) = host_statement(frag, stmt) {
                 // Some number of multiplications: an unknown positive factor.
@@ -1570,13 +1583,13 @@ impl<'t> HostFact<'t> {
 /// arm; a `switch` case that nothing falls into), and where it is evaluated.
 fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'t>, usize)> {
     let expr_of = |c: Node<'t>| -> Option<Node<'t>> {
-        if c.kind() == "condition_clause" {
+        if c.kind_name() == "condition_clause" {
             c.field("value").or_else(|| named_children(c).into_iter().last())
         } else {
             Some(c)
         }
     };
-    match p.kind() {
+    match p.kind_name() {
         "if_statement" => {
             let cond = expr_of(p.field("condition")?)?;
             let at = cond.end_byte();
@@ -1595,15 +1608,15 @@ fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'
             }
             // Falling in from the case before would bring other values.
             let mut prev = p.prev_named_sibling();
-            while let Some(q) = prev.filter(|q| q.kind() == "comment") {
+            while let Some(q) = prev.filter(|q| q.kind_name() == "comment") {
                 prev = q.prev_named_sibling();
             }
-            if let Some(q) = prev.filter(|q| q.kind() == "case_statement") {
+            if let Some(q) = prev.filter(|q| q.kind_name() == "case_statement") {
                 if !jumps_away(q) {
                     return None;
                 }
             }
-            let switch = p.parent()?.parent().filter(|s| s.kind() == "switch_statement")?;
+            let switch = p.parent()?.parent().filter(|s| s.kind_name() == "switch_statement")?;
             let cond = expr_of(switch.field("condition")?)?;
             let _ = frag;
             Some((HostFact::Equals(cond, value), cond.end_byte()))
@@ -1615,9 +1628,16 @@ fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'
 /// The code ends with a `break`, `return` or `continue` (in a block, too):
 /// nothing falls through past it.
 fn jumps_away(n: Node) -> bool {
-    match named_children(n).into_iter().rev().find(|c| c.kind() != "comment") {
-        Some(l) if matches!(l.kind(), "break_statement" | "return_statement" | "continue_statement") => true,
-        Some(l) if l.kind() == "compound_statement" => jumps_away(l),
+    match named_children(n).into_iter().rev().find(|c| c.kind_name() != "comment") {
+        Some(l)
+            if matches!(
+                l.kind_name(),
+                "break_statement" | "return_statement" | "continue_statement"
+            ) =>
+        {
+            true
+        }
+        Some(l) if l.kind_name() == "compound_statement" => jumps_away(l),
         _ => false,
     }
 }
@@ -1638,7 +1658,7 @@ enum HostStmt<'t> {
 }
 
 fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
-    match stmt.kind() {
+    match stmt.kind_name() {
         "declaration" => {
             let mut cursor = stmt.walk();
             let names: Vec<String> = stmt
@@ -1649,7 +1669,7 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
         }
         "if_statement" if stmt.field("alternative").is_none() => {
             let aborts = stmt.field("consequence").is_some_and(|c| {
-                let call = match c.kind() {
+                let call = match c.kind_name() {
                     "expression_statement" => named_children(c).into_iter().next(),
                     "compound_statement" => named_children(c)
                         .into_iter()
@@ -1657,7 +1677,7 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
                         .and_then(|s| named_children(s).into_iter().next()),
                     _ => None,
                 };
-                call.filter(|e| e.kind() == "call_expression")
+                call.filter(|e| e.kind_name() == "call_expression")
                     .and_then(|e| e.field("function"))
                     .is_some_and(|f| {
                         let name = syntax::text(frag, f);
@@ -1668,7 +1688,8 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
                 .field("condition")
                 .and_then(|c| named_children(c).into_iter().next())
                 .filter(|c| {
-                    c.kind() == "unary_expression" && c.field("operator").is_some_and(|o| syntax::text(frag, o) == "!")
+                    c.kind_name() == "unary_expression"
+                        && c.field("operator").is_some_and(|o| syntax::text(frag, o) == "!")
                 })
                 .and_then(|c| c.field("argument"));
             match (aborts, negated) {
@@ -1680,8 +1701,8 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
             let Some(e) = named_children(stmt).into_iter().next() else {
                 return HostStmt::Other;
             };
-            match (e.kind(), e.field("left"), e.field("right")) {
-                ("assignment_expression", Some(l), Some(_)) if l.kind() == "identifier" => {
+            match (e.kind_name(), e.field("left"), e.field("right")) {
+                ("assignment_expression", Some(l), Some(_)) if l.kind_name() == "identifier" => {
                     HostStmt::Assigns(syntax::text(frag, l).to_string(), e)
                 }
                 _ => HostStmt::Other,
@@ -1704,11 +1725,11 @@ fn scaling<'t>(frag: &Fragment, stmt: Node<'t>) -> Option<(String, Node<'t>)> {
         return None;
     };
     let literal = |n: Node| syntax::text(frag, n).trim().parse::<i64>().ok();
-    let is_name = |n: Node| n.kind() == "identifier" && syntax::text(frag, n) == name.as_str();
+    let is_name = |n: Node| n.kind_name() == "identifier" && syntax::text(frag, n) == name.as_str();
     let mut first = None;
     let mut stack = vec![stmt];
     while let Some(n) = stack.pop() {
-        match n.kind() {
+        match n.kind_name() {
             "update_expression" => return None,
             "assignment_expression" => {
                 let (l, r) = (n.field("left")?, n.field("right")?);
@@ -1718,7 +1739,7 @@ fn scaling<'t>(frag: &Fragment, stmt: Node<'t>) -> Option<(String, Node<'t>)> {
                         "*=" => literal(r).is_some_and(|c| c >= 1),
                         "<<=" => literal(r).is_some_and(|c| (0..31).contains(&c)),
                         "=" => {
-                            r.kind() == "binary_expression"
+                            r.kind_name() == "binary_expression"
                                 && r.field("operator").is_some_and(|o| syntax::text(frag, o) == "*")
                                 && match (r.field("left"), r.field("right")) {
                                     (Some(a), Some(b)) => {
@@ -1805,7 +1826,7 @@ fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String>
     let mut stack = vec![node];
     let mut cursor = node.walk();
     while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "identifier" | "type_identifier") {
+        if matches!(n.kind_name(), "identifier" | "type_identifier") {
             out.insert(syntax::text(frag, n).to_string());
         }
         stack.extend(n.named_children(&mut cursor));

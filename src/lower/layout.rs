@@ -69,7 +69,7 @@ impl<'u> Lowerer<'u> {
         // applied in that order.
         let mut arrays: Vec<Option<u64>> = Vec::new();
         for _ in 0..64 {
-            match node.kind() {
+            match node.kind_name() {
                 "pointer_declarator" | "abstract_pointer_declarator" => {
                     for a in arrays.drain(..) {
                         ty = Type::Array(Rc::new(ty), a);
@@ -111,7 +111,7 @@ impl<'u> Lowerer<'u> {
                     .into_iter()
                     .find(|c| {
                         !matches!(
-                            c.kind(),
+                            c.kind_name(),
                             "type_qualifier" | "attribute_declaration" | "attribute_specifier"
                         )
                     })
@@ -130,7 +130,7 @@ impl<'u> Lowerer<'u> {
 
     /// A `type_descriptor` (type plus abstract declarator), as in casts and template arguments.
     pub(super) fn type_descriptor(&mut self, node: Node<'u>) -> Type {
-        if node.kind() != "type_descriptor" {
+        if node.kind_name() != "type_descriptor" {
             return self.type_node(node);
         }
         let base = match node.field("type") {
@@ -145,7 +145,7 @@ impl<'u> Lowerer<'u> {
 
     /// A type specifier.
     pub(super) fn type_node(&mut self, node: Node<'u>) -> Type {
-        match node.kind() {
+        match node.kind_name() {
             "primitive_type" => named_scalar(self.text(node)).unwrap_or(Type::Opaque(self.text(node).into())),
             "sized_type_specifier" => {
                 let text = normalize_spelling(self.text(node));
@@ -185,7 +185,7 @@ impl<'u> Lowerer<'u> {
             }
             "placeholder_type_specifier" | "auto" => Type::Opaque("auto".into()),
             "decltype" => match named_children(node).first() {
-                Some(e) if e.kind() == "qualified_identifier" => {
+                Some(e) if e.kind_name() == "qualified_identifier" => {
                     // `decltype(S::member)`: the member's declared type.
                     let member = e.field("name").map(|n| normalize(self.text(n))).unwrap_or_default();
                     match e.field("scope").and_then(|s| self.scope_as_type(s)) {
@@ -196,7 +196,7 @@ impl<'u> Lowerer<'u> {
                         _ => self.decltype_of(*e),
                     }
                 }
-                Some(e) if e.kind() != "auto" => self.decltype_of(*e),
+                Some(e) if e.kind_name() != "auto" => self.decltype_of(*e),
                 _ => Type::Opaque("auto".into()),
             },
             "dependent_type" => match named_children(node).first() {
@@ -293,7 +293,7 @@ impl<'u> Lowerer<'u> {
             merged.extend(env);
             ctx.tenv = Rc::new(merged);
         }
-        self.in_ctx(ctx, |l| match d.node.kind() {
+        self.in_ctx(ctx, |l| match d.node.kind_name() {
             "alias_declaration" => match d.node.field("type") {
                 Some(t) => l.type_descriptor(t),
                 None => Type::Opaque(d.name.clone().into()),
@@ -343,7 +343,7 @@ impl<'u> Lowerer<'u> {
         // The scope is a type (class instantiation or template parameter)?
         if let Some(Type::Class(inst)) = self.scope_as_type(scope_node) {
             let name = self.text(name_node).to_string();
-            if name_node.kind() == "template_type" {
+            if name_node.kind_name() == "template_type" {
                 let base = name_node
                     .field("name")
                     .map(|n| self.text(n).to_string())
@@ -371,7 +371,7 @@ impl<'u> Lowerer<'u> {
         let path = normalize(self.text(scope_node));
         let parts: Vec<&str> = path.split("::").map(|p| p.split('<').next().unwrap_or(p)).collect();
         let scope = self.resolve_scope_path(&parts);
-        match name_node.kind() {
+        match name_node.kind_name() {
             "qualified_identifier" => {
                 // `a::b::c`: resolve step by step.
                 match scope {
@@ -428,7 +428,7 @@ impl<'u> Lowerer<'u> {
 
     /// A scope node (`S<…>`, `T`, `ns`) read as a type, when it is one.
     fn scope_as_type(&mut self, scope_node: Node<'u>) -> Option<Type> {
-        match scope_node.kind() {
+        match scope_node.kind_name() {
             "template_type" => Some(self.template_type(scope_node)),
             "namespace_identifier" | "type_identifier" => {
                 let name = self.text(scope_node).to_string();
@@ -499,7 +499,7 @@ impl<'u> Lowerer<'u> {
     pub(super) fn template_args(&mut self, list: Node<'u>) -> Vec<TArg> {
         let mut out = Vec::new();
         for a in named_children(list) {
-            if a.kind() == "comment" {
+            if a.kind_name() == "comment" {
                 continue;
             }
             out.extend(self.template_arg(a));
@@ -509,7 +509,7 @@ impl<'u> Lowerer<'u> {
 
     /// One template argument; a pack expansion gives several.
     fn template_arg(&mut self, a: Node<'u>) -> Vec<TArg> {
-        if a.kind() == "parameter_pack_expansion" {
+        if a.kind_name() == "parameter_pack_expansion" {
             if let Some(p) = a.field("pattern") {
                 let name = self.text(p).trim().to_string();
                 match self.lookup_local(&name) {
@@ -533,10 +533,10 @@ impl<'u> Lowerer<'u> {
             return Vec::new();
         }
         // `type_descriptor` holding a single name may denote a value (`N`, `WARP_SIZE` folded…).
-        if a.kind() == "type_descriptor" && a.field("declarator").is_none() {
+        if a.kind_name() == "type_descriptor" && a.field("declarator").is_none() {
             if let Some(t) = a.field("type") {
                 // `f<T>` naming a function template: a function value.
-                if t.kind() == "template_type" {
+                if t.kind_name() == "template_type" {
                     let name = t.field("name").map(|n| self.text(n).to_string()).unwrap_or_default();
                     let names_function = self
                         .index
@@ -550,7 +550,7 @@ impl<'u> Lowerer<'u> {
                         }
                     }
                 }
-                if matches!(t.kind(), "type_identifier" | "qualified_identifier") && self.names_value(t) {
+                if matches!(t.kind_name(), "type_identifier" | "qualified_identifier") && self.names_value(t) {
                     let v = self.scratch_expr_as_value_name(t);
                     if let Some(arg) = self.value_targ(&v) {
                         return vec![arg];
@@ -559,7 +559,7 @@ impl<'u> Lowerer<'u> {
             }
             return vec![TArg::Type(self.type_descriptor(a))];
         }
-        if a.kind() == "type_descriptor" {
+        if a.kind_name() == "type_descriptor" {
             return vec![TArg::Type(self.type_descriptor(a))];
         }
         let v = self.scratch_expr(a);
@@ -581,7 +581,7 @@ impl<'u> Lowerer<'u> {
 
     /// Whether a name (in a template argument) denotes a value rather than a type.
     fn names_value(&mut self, node: Node<'u>) -> bool {
-        if node.kind() == "qualified_identifier" {
+        if node.kind_name() == "qualified_identifier" {
             let text = normalize(self.text(node));
             let parts: Vec<&str> = text.split("::").collect();
             if let Some((last, path)) = parts.split_last() {
@@ -780,7 +780,7 @@ impl<'u> Lowerer<'u> {
             .unwrap_or_default();
         let patterns: Vec<Node> = named_children(spec_args)
             .into_iter()
-            .filter(|c| c.kind() != "comment")
+            .filter(|c| c.kind_name() != "comment")
             .collect();
         if patterns.len() != actual.len() {
             return None;
@@ -922,7 +922,7 @@ impl<'u> Lowerer<'u> {
         );
         let ctx = self.class_ctx(inst);
         let def = ctx.class.as_ref().map(|c| c.decl).unwrap_or(inst.decl);
-        let union = self.index.decl(def).node.kind() == "union_specifier";
+        let union = self.index.decl(def).node.kind_name() == "union_specifier";
         let field_ids = self.index.scope(ctx.scope).fields.clone();
         let bases = self.index.bases.get(&ctx.scope).cloned().unwrap_or_default();
         let layout = self.in_ctx(ctx, |l| {
@@ -933,7 +933,7 @@ impl<'u> Lowerer<'u> {
             // Base classes come first.
             for (clause, _) in bases {
                 for b in named_children(clause) {
-                    if b.kind() == "access_specifier" {
+                    if b.kind_name() == "access_specifier" {
                         continue;
                     }
                     let bt = l.type_node(b);
@@ -1122,7 +1122,7 @@ impl<'u> Lowerer<'u> {
         params: &[String],
         env: &mut TemplateEnv,
     ) -> bool {
-        let (type_node, declarator) = match pattern.kind() {
+        let (type_node, declarator) = match pattern.kind_name() {
             "type_descriptor" => (pattern.field("type"), pattern.field("declarator")),
             _ => (Some(pattern), None),
         };
@@ -1134,7 +1134,7 @@ impl<'u> Lowerer<'u> {
         if let Some(d) = declarator {
             let mut node = Some(d);
             while let Some(n) = node {
-                match n.kind() {
+                match n.kind_name() {
                     "abstract_pointer_declarator" | "pointer_declarator" => match actual.clone() {
                         Type::Ptr(inner) => actual = (*inner).clone(),
                         _ => return false,
@@ -1172,7 +1172,7 @@ impl<'u> Lowerer<'u> {
             env.insert(text, TArg::Type(actual));
             return true;
         }
-        if type_node.kind() == "template_type" {
+        if type_node.kind_name() == "template_type" {
             let Type::Class(inst) = &actual else {
                 return false;
             };

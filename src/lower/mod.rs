@@ -726,7 +726,7 @@ impl<'u> Lowerer<'u> {
                 let Some(name) = call::template_param_name(d.frag, p) else {
                     continue;
                 };
-                if p.kind().starts_with("variadic") {
+                if p.kind_name().starts_with("variadic") {
                     let rest: Option<Vec<TArg>> = args
                         .get(i..)
                         .map(|r| r.iter().cloned().collect())
@@ -787,13 +787,13 @@ impl<'u> Lowerer<'u> {
     fn launch_bounds(&mut self, node: Node<'u>) {
         let lb = syntax::named_children(node)
             .into_iter()
-            .find(|c| c.kind() == "launch_bounds")
+            .find(|c| c.kind_name() == "launch_bounds")
             .or_else(|| {
                 // `__global__ void __launch_bounds__(…) name(…)` puts it in the declarator.
                 node.field("declarator").and_then(|d| {
                     syntax::named_children(d)
                         .into_iter()
-                        .find(|c| c.kind() == "launch_bounds")
+                        .find(|c| c.kind_name() == "launch_bounds")
                 })
             });
         if let Some(lb) = lb {
@@ -823,7 +823,7 @@ impl<'u> Lowerer<'u> {
 
     fn kernel_params(&mut self, declarator: Node<'u>) {
         let mut d = declarator;
-        while d.kind() != "function_declarator" {
+        while d.kind_name() != "function_declarator" {
             match d.field("declarator") {
                 Some(inner) => d = inner,
                 None => return,
@@ -835,11 +835,14 @@ impl<'u> Lowerer<'u> {
         let body = declarator.parent().and_then(|f| f.field("body"));
         let assigned = body.map(|b| assigned_names(self.frag(), b, false)).unwrap_or_default();
         for (index, p) in syntax::named_children(params).into_iter().enumerate() {
-            if p.kind() == "variadic_parameter_declaration" {
+            if p.kind_name() == "variadic_parameter_declaration" {
                 self.kernel_param_pack(p, index as u32);
                 continue;
             }
-            if !matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration") {
+            if !matches!(
+                p.kind_name(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
                 continue;
             }
             let (ty, name) = self.declared_type(p);
@@ -1061,7 +1064,7 @@ pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -
     let mut cursor = node.walk();
     let root_name = |mut n: Node| -> Option<String> {
         loop {
-            match n.kind() {
+            match n.kind_name() {
                 "identifier" => return Some(syntax::text(frag, n).to_string()),
                 "field_expression"
                     if into_elements || n.field("operator").is_some_and(|o| syntax::text(frag, o) == ".") =>
@@ -1075,7 +1078,7 @@ pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -
         }
     };
     while let Some(n) = stack.pop() {
-        let target = match n.kind() {
+        let target = match n.kind_name() {
             "assignment_expression" => n.field("left"),
             "update_expression" => n.field("argument"),
             "pointer_expression" if n.field("operator").is_some_and(|o| syntax::text(frag, o) == "&") => {
@@ -1086,10 +1089,12 @@ pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -
         if let Some(t) = target {
             // `p[i] = v` writes memory, not `p`; `p = …`, `p += …`, `s.f = …` change the variable.
             let direct = into_elements
-                || matches!(t.kind(), "identifier" | "field_expression" | "parenthesized_expression")
-                    && !(t.kind() == "field_expression"
-                        && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
-            if direct || n.kind() == "pointer_expression" {
+                || matches!(
+                    t.kind_name(),
+                    "identifier" | "field_expression" | "parenthesized_expression"
+                ) && !(t.kind_name() == "field_expression"
+                    && t.field("operator").is_some_and(|o| syntax::text(frag, o) == "->"));
+            if direct || n.kind_name() == "pointer_expression" {
                 if let Some(name) = root_name(t) {
                     out.insert(name);
                 }

@@ -45,11 +45,11 @@ impl<'u> Lowerer<'u> {
         if !self.enter(node) {
             return;
         }
-        match node.kind() {
+        match node.kind_name() {
             "compound_statement" => self.compound(node),
             "expression_statement" => {
                 for child in named_children(node) {
-                    if child.kind() != "comment" {
+                    if child.kind_name() != "comment" {
                         self.expr(child);
                     }
                 }
@@ -66,7 +66,7 @@ impl<'u> Lowerer<'u> {
             "return_statement" => self.return_stmt(node),
             "labeled_statement" | "attributed_statement" => {
                 for child in named_children(node) {
-                    if !matches!(child.kind(), "statement_identifier" | "attribute_declaration") {
+                    if !matches!(child.kind_name(), "statement_identifier" | "attribute_declaration") {
                         self.stmt(child);
                     }
                 }
@@ -87,7 +87,7 @@ impl<'u> Lowerer<'u> {
             "comment" | "empty_statement" | ";" => {}
             "goto_statement" => self.unknown(node, "goto"),
             "try_statement" | "throw_statement" | "seh_try_statement" => {
-                self.unknown(node, format!("`{}`", node.kind()))
+                self.unknown(node, format!("`{}`", node.kind_name()))
             }
             "ERROR" => {
                 let text = super::index::normalize_spaces(self.text(node));
@@ -132,7 +132,7 @@ impl<'u> Lowerer<'u> {
     fn condition(&mut self, clause: Node<'u>) -> Value {
         if let Some(init) = clause.field("initializer") {
             for child in named_children(init) {
-                match child.kind() {
+                match child.kind_name() {
                     "declaration" => self.local_declaration(child),
                     _ => {
                         self.expr(child);
@@ -143,7 +143,7 @@ impl<'u> Lowerer<'u> {
         let Some(value) = clause.field("value") else {
             return Value::Scalar(Expr::Bool(true), Type::Bool);
         };
-        if value.kind() == "declaration" {
+        if value.kind_name() == "declaration" {
             self.local_declaration(value);
             let name = value
                 .field("declarator")
@@ -169,7 +169,7 @@ impl<'u> Lowerer<'u> {
         let consequence = node.field("consequence");
         let alternative = node
             .field("alternative")
-            .and_then(|e| named_children(e).into_iter().find(|c| c.kind() != "comment"));
+            .and_then(|e| named_children(e).into_iter().find(|c| c.kind_name() != "comment"));
         match cond.as_bool() {
             Some(taken) => {
                 let branch = if taken { consequence } else { alternative };
@@ -241,7 +241,7 @@ impl<'u> Lowerer<'u> {
         let mut cond = Expr::Bool(true);
         let cond_pre = self.sub_block(|l| {
             if let Some(c) = cond_node {
-                let v = if c.kind() == "condition_clause" {
+                let v = if c.kind_name() == "condition_clause" {
                     l.condition(c)
                 } else {
                     l.expr(c)
@@ -290,13 +290,13 @@ impl<'u> Lowerer<'u> {
         let Some(right) = node.field("right") else {
             return;
         };
-        if right.kind() != "initializer_list" {
+        if right.kind_name() != "initializer_list" {
             self.unknown(node, "range-based for loop over a container");
             return;
         }
         let items: Vec<Node> = named_children(right)
             .into_iter()
-            .filter(|c| c.kind() != "comment")
+            .filter(|c| c.kind_name() != "comment")
             .collect();
         let base = match node.field("type") {
             Some(t) => self.type_node(t),
@@ -350,7 +350,7 @@ impl<'u> Lowerer<'u> {
     fn for_stmt(&mut self, node: Node<'u>) {
         self.frame_mut().locals.push(HashMap::new());
         if let Some(init) = node.field("initializer") {
-            match init.kind() {
+            match init.kind_name() {
                 "declaration" => self.local_declaration(init),
                 _ => {
                     self.expr(init);
@@ -396,7 +396,7 @@ impl<'u> Lowerer<'u> {
             .map(named_children)
             .unwrap_or_default()
             .into_iter()
-            .filter(|c| c.kind() == "case_statement")
+            .filter(|c| c.kind_name() == "case_statement")
             .collect();
         let label = self.new_label();
         self.frame_mut().targets.push(Target {
@@ -505,7 +505,7 @@ impl<'u> Lowerer<'u> {
         for c in &cases[start..] {
             let value = c.field("value");
             for s in named_children(*c) {
-                if Some(s) == value || s.kind() == "comment" {
+                if Some(s) == value || s.kind_name() == "comment" {
                     continue;
                 }
                 if self.dead {
@@ -558,7 +558,7 @@ impl<'u> Lowerer<'u> {
     }
 
     fn local_alias(&mut self, node: Node<'u>) {
-        if node.kind() == "alias_declaration" {
+        if node.kind_name() == "alias_declaration" {
             if let (Some(name), Some(t)) = (node.field("name"), node.field("type")) {
                 let ty = self.type_descriptor(t);
                 let name = self.text(name).to_string();
@@ -597,7 +597,7 @@ impl<'u> Lowerer<'u> {
     pub(super) fn local_declaration(&mut self, node: Node<'u>) {
         let mut storage: Vec<&str> = Vec::new();
         for c in named_children(node) {
-            if matches!(c.kind(), "storage_class_specifier" | "type_qualifier") {
+            if matches!(c.kind_name(), "storage_class_specifier" | "type_qualifier") {
                 storage.push(self.text(c));
             }
         }
@@ -617,12 +617,12 @@ impl<'u> Lowerer<'u> {
             return;
         };
         if matches!(
-            type_node.kind(),
+            type_node.kind_name(),
             "struct_specifier" | "class_specifier" | "union_specifier"
         ) && type_node.field("body").is_some()
         {
             self.local_class(type_node);
-        } else if type_node.kind() == "enum_specifier" && type_node.field("body").is_some() {
+        } else if type_node.kind_name() == "enum_specifier" && type_node.field("body").is_some() {
             self.unknown(node, "enum defined inside a function");
             return;
         }
@@ -693,17 +693,17 @@ impl<'u> Lowerer<'u> {
     /// parameters named like local variables does not occur in kernels'
     /// host code).
     fn constructed_not_declared(&self, d: Node<'u>) -> Option<(String, Vec<Node<'u>>)> {
-        if d.kind() != "function_declarator" {
+        if d.kind_name() != "function_declarator" {
             return None;
         }
-        let name = d.field("declarator").filter(|n| n.kind() == "identifier")?;
+        let name = d.field("declarator").filter(|n| n.kind_name() == "identifier")?;
         let mut args = Vec::new();
         for p in named_children(d.field("parameters")?) {
-            if p.kind() == "comment" {
+            if p.kind_name() == "comment" {
                 continue;
             }
-            let ty = p.field("type").filter(|t| t.kind() == "type_identifier")?;
-            let bare = p.kind() == "parameter_declaration" && p.field("declarator").is_none();
+            let ty = p.field("type").filter(|t| t.kind_name() == "type_identifier")?;
+            let bare = p.kind_name() == "parameter_declaration" && p.field("declarator").is_none();
             let variable = matches!(
                 self.lookup_local(self.text(ty)),
                 Some(Binding::Place(_) | Binding::Value(_))
@@ -743,7 +743,7 @@ impl<'u> Lowerer<'u> {
             return;
         };
         // `T x(args)`, `T x{args}`, `T x = {args}`, `T x = v`.
-        let value = match init.kind() {
+        let value = match init.kind_name() {
             "argument_list" | "initializer_list" => {
                 let items: Vec<Operand> = self.operands(Some(init));
                 if auto {
@@ -756,7 +756,7 @@ impl<'u> Lowerer<'u> {
                     self.init_array(&place, items, init);
                     self.bind(name, Binding::Place(place));
                     return;
-                } else if init.kind() == "initializer_list" && items.len() == 1 && ty.is_arith() {
+                } else if init.kind_name() == "initializer_list" && items.len() == 1 && ty.is_arith() {
                     let op = items.into_iter().next().expect("one item");
                     self.operand_value(op, init)
                 } else if let Type::Class(inst) = &ty {

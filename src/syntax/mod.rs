@@ -120,7 +120,7 @@ pub fn children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
 /// Whether an unnamed child token with this spelling exists (`__global__`, `constexpr`…).
 pub fn has_token(node: Node, kind: &str) -> bool {
     let mut cursor = node.walk();
-    let found = node.children(&mut cursor).any(|c| c.kind() == kind);
+    let found = node.children(&mut cursor).any(|c| c.kind_name() == kind);
     found
 }
 
@@ -128,9 +128,28 @@ pub fn has_token(node: Node, kind: &str) -> bool {
 /// own `child_by_field_name` compares the name against every field each call.
 pub trait NodeExt<'t> {
     fn field(&self, name: &'static str) -> Option<Node<'t>>;
+    /// The node's grammar kind, as `Node::kind` gives it, from a table by
+    /// kind id: `kind` measures and validates the C string on every call
+    /// (a twentieth of the front end's time).
+    fn kind_name(&self) -> &'t str;
 }
 
 impl<'t> NodeExt<'t> for Node<'t> {
+    fn kind_name(&self) -> &'t str {
+        // The grammar's names, copied once for the process.
+        static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            let lang = language();
+            (0..lang.node_kind_count())
+                .map(|id| lang.node_kind_for_id(id as u16).unwrap_or("").to_string())
+                .collect()
+        });
+        match names.get(self.kind_id() as usize) {
+            Some(name) => name,
+            None => self.kind(),
+        }
+    }
+
     fn field(&self, name: &'static str) -> Option<Node<'t>> {
         thread_local! {
             static IDS: RefCell<std::collections::HashMap<usize, Option<std::num::NonZeroU16>>> =
