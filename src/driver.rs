@@ -512,6 +512,16 @@ pub fn lower_and_check(
         for _ in 0..options.jobs.max(1) {
             spawn_big(scope, || pool.work(options, done));
         }
+        // Closed however this closure ends: a panic in the front end would
+        // otherwise leave the checking threads waiting, and the scope with
+        // them.
+        struct Closing<'p, K, E>(&'p Pool<K, E>);
+        impl<K, E> Drop for Closing<'_, K, E> {
+            fn drop(&mut self) {
+                self.0.close();
+            }
+        }
+        let _closing = Closing(&pool);
         let mut sent: std::collections::HashSet<(FileId, u32)> = Default::default();
         let mut send = |e: &KernelEntry| {
             let site = (e.span.file, e.span.start);
@@ -523,7 +533,6 @@ pub fn lower_and_check(
         for e in &entries {
             send(e);
         }
-        pool.close();
         (entries, diagnostics)
     });
     let mut results = pool.results.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -630,6 +639,14 @@ struct Waiting<K, E> {
     pushed: usize,
 }
 
+impl<K, E> Pool<K, E> {
+    /// No more entries: the threads stop once the queue is empty.
+    fn close(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.wake.notify_all();
+    }
+}
+
 impl<K, E> Default for Pool<K, E> {
     fn default() -> Self {
         Pool {
@@ -652,12 +669,6 @@ impl<K: std::hash::Hash + Eq, E: std::ops::Deref<Target = KernelEntry> + Sync> P
         q.pushed += 1;
         self.wake.notify_one();
         q.pushed
-    }
-
-    /// No more entries: the threads stop once the queue is empty.
-    fn close(&self) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
-        self.wake.notify_all();
     }
 
     /// A checking thread: takes entries until the pool is closed and empty.
