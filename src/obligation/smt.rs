@@ -290,10 +290,11 @@ fn cpu_for(work: Work) -> Duration {
     )
 }
 
-/// Sets up a new solver: [`ARITH_SOLVER`]. Done once per solver, since
-/// setting a solver's parameters makes Z3 re-read every parameter of every
-/// component (a twentieth of an audit's time when the work limit was set
-/// this way before each check; see [`check_within`]).
+/// Sets up a new solver: [`ARITH_SOLVER`]. Done once per solver: setting a
+/// solver's parameters makes Z3 re-read every parameter of every component
+/// (5% of an audit's samples when the work limit was set this way before
+/// each check, though the audit's time hardly moved when it stopped: Z3
+/// reads much of it again at each check; see [`check_within`]).
 fn configure(solver: &Solver) {
     let mut params = Params::new();
     params.set_u32("arith.solver", ARITH_SOLVER);
