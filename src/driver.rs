@@ -832,7 +832,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // that differ only in their extents share it).
     // (The search for alarms under any launch shares them: see `for_any_launch`.)
     let mut models: Vec<Models> = vec![Vec::new(); e.kernels.len()];
-    let model_for = |models: &mut Models, k: &Kernel, facts: &[crate::ir::Expr]| model_for(models, k, facts, options);
     for (i, k) in e.kernels.iter().enumerate() {
         let models = &mut models[i];
         // Shapes: the flag's, else those of the launch sites, else symbolic.
@@ -891,46 +890,19 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             // The launch's facts hold for every thread: part of the model,
             // unless they contradict each other (every obligation would
             // then hold vacuously).
-            let mut model = model_for(models, k, &facts);
+            let mut model = model_for(models, k, &facts, options);
             if !facts.is_empty()
                 && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), mopts.work).launch_consistent()
             {
-                model = model_for(models, k, &[]);
+                model = model_for(models, k, &[], options);
                 let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
                     .to_string();
                 if !assumptions.contains(&a) {
                     assumptions.push(a);
                 }
             }
-            if std::env::var("WARPDRF_DEBUG_JOBS").is_ok() {
-                let args: Vec<String> = k
-                    .template_args
-                    .iter()
-                    .map(|a| format!("{}={}", a.name, a.value))
-                    .collect();
-                let (mut accesses, mut collectives) = (0, 0);
-                k.body.walk(&mut |s| match &s.kind {
-                    crate::ir::StmtKind::Access(a)
-                        if !matches!(k.objects[a.object.index()].space, crate::ir::Space::Local) =>
-                    {
-                        accesses += 1
-                    }
-                    crate::ir::StmtKind::Barrier(_) | crate::ir::StmtKind::Primitive(_) => collectives += 1,
-                    _ => {}
-                });
-                eprintln!(
-                    "job {} of {}: <{}> block {:?}: {} records of {} accesses, {} syncs of {} collectives, {} loops, traps {}",
-                    jobs.len(),
-                    e.name,
-                    args.join(", "),
-                    mopts.shape.block_known,
-                    model.records.len(),
-                    accesses,
-                    model.syncs.len(),
-                    collectives,
-                    model.loops.len(),
-                    k.always_traps()
-                );
+            if debugging_jobs() {
+                eprintln!("{}", describe_job(jobs.len(), e, k, &model, &mopts));
             }
             jobs.push((k, model, mopts));
         }
@@ -959,11 +931,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         mopts.budget = (budget / 2).saturating_sub(spent());
         mopts.deadline = Some(deadline);
         let _s = crate::profile::stage("participation");
-        if std::env::var("WARPDRF_DEBUG_JOBS").is_ok() {
+        if debugging_jobs() {
             eprintln!("participation of a job, {} units left", mopts.budget);
         }
         let part = crate::obligation::participation::check_participation(k, model, &mopts);
-        if std::env::var("WARPDRF_DEBUG_JOBS").is_ok() {
+        if debugging_jobs() {
             eprintln!("  -> {:?}, {} goals", part.verdict, part.stats.pairs);
         }
         participation = join(participation, part.verdict);
@@ -1088,6 +1060,46 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         clock_limited: crate::obligation::smt::take_clock_stopped(),
         discharged,
     }
+}
+
+/// Whether `WARPDRF_DEBUG_JOBS` asks for each instantiation checked.
+fn debugging_jobs() -> bool {
+    std::env::var_os("WARPDRF_DEBUG_JOBS").is_some()
+}
+
+/// One line about job `index` of entry `e`: the instantiation, its block,
+/// and its model's size against its IR's (a model far smaller than its IR
+/// has lost code: the range-for `continue` bug showed so).
+fn describe_job(
+    index: usize,
+    e: &KernelEntry,
+    k: &Kernel,
+    model: &crate::ir::access::AccessModel,
+    mopts: &MemoryOptions,
+) -> String {
+    let args: Vec<String> = k
+        .template_args
+        .iter()
+        .map(|a| format!("{}={}", a.name, a.value))
+        .collect();
+    let (mut accesses, mut collectives) = (0, 0);
+    k.body.walk(&mut |s| match &s.kind {
+        crate::ir::StmtKind::Access(a) if !matches!(k.objects[a.object.index()].space, crate::ir::Space::Local) => {
+            accesses += 1
+        }
+        crate::ir::StmtKind::Barrier(_) | crate::ir::StmtKind::Primitive(_) => collectives += 1,
+        _ => {}
+    });
+    format!(
+        "job {index} of {}: <{}> block {:?}: {} records of {accesses} accesses, {} syncs of {collectives} collectives, {} loops, traps {}",
+        e.name,
+        args.join(", "),
+        mopts.shape.block_known,
+        model.records.len(),
+        model.syncs.len(),
+        model.loops.len(),
+        k.always_traps()
+    )
 }
 
 /// The access models of one instantiation, by the launch facts they hold.

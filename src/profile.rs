@@ -1,7 +1,7 @@
 //! Where an audit's time goes: wall time of labelled stages, summed over the
 //! run and printed at its end when `WARPDRF_PROFILE` is set. Off, a stage
 //! costs one cached check of the variable. Stages nest per thread: a
-//! stage's label is the path of those open around it (`memory/Abstract`),
+//! stage's label is the path of those open around it (`kernel/memory/abstract`),
 //! and its time includes theirs.
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -73,22 +73,28 @@ pub fn record(leaf: &str, took: Duration, work: u64) {
     }
     let kernel = KERNEL.with(|k| k.borrow().clone());
     if !kernel.is_empty() && path.starts_with("kernel/") && leaf.starts_with("check") {
-        let mut by = BY_KERNEL.lock().unwrap_or_else(|p| p.into_inner());
-        let e = by.entry(format!("{kernel} {}", &path["kernel/".len()..])).or_default();
-        e.0 += 1;
-        e.1 += took;
-        e.2 += work;
+        add(&BY_KERNEL, format!("{kernel} {}", &path["kernel/".len()..]), took, work);
     }
-    let mut totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
-    let e = totals.entry(path).or_default();
+    add(&TOTALS, path, took, work);
+}
+
+/// Counts one more of `label` in `totals`.
+fn add(totals: &Mutex<Totals>, label: String, took: Duration, work: u64) {
+    let mut totals = totals.lock().unwrap_or_else(|p| p.into_inner());
+    let e = totals.entry(label).or_default();
     e.0 += 1;
     e.1 += took;
     e.2 += work;
 }
 
-/// The totals as a table, one stage a line (empty when profiling is off),
-/// then the costliest solver checks by kernel, stage and outcome (as many as
-/// `WARPDRF_PROFILE` says when it is a number, else 40).
+/// One line of the table.
+fn row(label: &str, (n, took, work): &(u64, Duration, u64)) -> String {
+    format!("{:>10.3} s {n:>8} × {work:>14} units  {label}\n", took.as_secs_f64())
+}
+
+/// The costliest solver checks by kernel, stage and outcome (as many as
+/// `WARPDRF_PROFILE` says when it is a number, else 40), then the totals,
+/// one stage a line (nothing but a blank line when profiling is off).
 pub fn table() -> String {
     let totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = String::new();
@@ -99,24 +105,12 @@ pub fn table() -> String {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
-    for (label, (n, took, work)) in costly.into_iter().take(lines) {
-        out.push_str(&format!(
-            "{:>10.3} s {:>8} × {:>14} units  {}\n",
-            took.as_secs_f64(),
-            n,
-            work,
-            label
-        ));
+    for (label, counts) in costly.into_iter().take(lines) {
+        out.push_str(&row(label, counts));
     }
     out.push('\n');
-    for (label, (n, took, work)) in totals.iter() {
-        out.push_str(&format!(
-            "{:>10.3} s {:>8} × {:>14} units  {}\n",
-            took.as_secs_f64(),
-            n,
-            work,
-            label
-        ));
+    for (label, counts) in totals.iter() {
+        out.push_str(&row(label, counts));
     }
     out
 }

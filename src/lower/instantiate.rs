@@ -1445,7 +1445,7 @@ impl<'u> Lowerer<'u> {
         // declaration or assignment: never bound.
         let mut poisoned: std::collections::HashSet<String> = Default::default();
         for &stmt in before.iter().rev() {
-            let kind = host_statement(frag, stmt);
+            let kind = host_statement(generation, frag, stmt);
             // Writes other than the statement's own target (`int a = f(&b);`
             // writes `b`): such a variable is unknown from here back.
             let side: Vec<String> = {
@@ -1537,7 +1537,7 @@ impl<'u> Lowerer<'u> {
         for stmt in chosen.into_iter().rev() {
             if stmt.kind_name() == "declaration" {
                 self.local_declaration(stmt);
-            } else if let HostStmt::Scales(_, at) = host_statement(frag, stmt) {
+            } else if let HostStmt::Scales(_, at) = host_statement(generation, frag, stmt) {
                 // Some number of multiplications: an unknown positive factor.
                 if let Some(l) = at.field("left") {
                     let place = self.place(l);
@@ -1657,7 +1657,7 @@ enum HostStmt<'t> {
     Other,
 }
 
-fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
+fn host_statement<'t>(generation: u64, frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
     match stmt.kind_name() {
         "declaration" => {
             let mut cursor = stmt.walk();
@@ -1708,7 +1708,7 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
                 _ => HostStmt::Other,
             }
         }
-        "while_statement" | "do_statement" | "for_statement" => match scaling(frag, stmt) {
+        "while_statement" | "do_statement" | "for_statement" => match scaling(generation, frag, stmt) {
             Some((name, at)) => HostStmt::Scales(name, at),
             None => HostStmt::Other,
         },
@@ -1719,8 +1719,8 @@ fn host_statement<'t>(frag: &Fragment, stmt: Node<'t>) -> HostStmt<'t> {
 /// The variable a loop only multiplies by positive constants (`n *= 2`,
 /// `n <<= 1`, `n = n * 4`), and the first such assignment; `None` if the
 /// loop writes anything else or in another way.
-fn scaling<'t>(frag: &Fragment, stmt: Node<'t>) -> Option<(String, Node<'t>)> {
-    let written = super::assigned_names(frag, stmt, true);
+fn scaling<'t>(generation: u64, frag: &Fragment, stmt: Node<'t>) -> Option<(String, Node<'t>)> {
+    let written = writes_of(generation, frag, stmt);
     let [name] = written.iter().collect::<Vec<_>>()[..] else {
         return None;
     };

@@ -27,7 +27,7 @@ pub mod types;
 mod value;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -5,18 +5,21 @@
 use crate::driver::{self, Options};
 use crate::source::SourceDb;
 
-/// The IR of every kernel in `src` (and the unknowns' reasons).
-fn lower(src: &str) -> String {
+/// Every lowered instantiation of every kernel in `src` (also for the
+/// unit tests of later stages).
+pub(crate) fn kernels(src: &str) -> Vec<crate::ir::Kernel> {
     let src = src.to_string();
     driver::with_big_stack(move || {
         let mut db = SourceDb::new();
         let id = db.add_text("unit.cu", &src);
         let (entries, _) = driver::lower_files(&mut db, vec![id], Vec::new(), &Options::default());
-        entries
-            .iter()
-            .flat_map(|e| e.kernels.iter().map(|k| k.to_string()))
-            .collect()
+        entries.into_iter().flat_map(|e| e.kernels).collect()
     })
+}
+
+/// The IR of every kernel in `src` (and the unknowns' reasons).
+fn lower(src: &str) -> String {
+    kernels(src).iter().map(|k| k.to_string()).collect()
 }
 
 #[track_caller]

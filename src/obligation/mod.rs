@@ -336,10 +336,7 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     let Run {
         alarms, mut unknowns, ..
     } = run;
-    unknowns.extend(model.unknowns.iter().map(|(reason, span)| UnknownItem {
-        reason: reason.clone(),
-        span: *span,
-    }));
+    unknowns.extend(model_unknowns(model));
     if out_of_time {
         unknowns.push(UnknownItem {
             reason: "the memory check ran out of the kernel's solver budget before deciding every pair of accesses"
@@ -359,6 +356,15 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         assumptions,
         stats,
     }
+}
+
+/// What the access model could not follow (`AccessModel::unknowns`): both
+/// conditions report it.
+pub(crate) fn model_unknowns(model: &AccessModel) -> impl Iterator<Item = UnknownItem> + '_ {
+    model.unknowns.iter().map(|(reason, span)| UnknownItem {
+        reason: reason.clone(),
+        span: *span,
+    })
 }
 
 /// A condition's verdict for a kernel: any alarm; else unknown if an

@@ -328,10 +328,7 @@ fn check_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> 
             span: kernel.span,
         });
     }
-    unknowns.extend(model.unknowns.iter().map(|(reason, span)| UnknownItem {
-        reason: reason.clone(),
-        span: *span,
-    }));
+    unknowns.extend(super::model_unknowns(model));
     let verdict = super::condition_verdict(kernel, &alarms, &unknowns);
     ParticipationResult {
         verdict,

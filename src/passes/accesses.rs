@@ -1339,14 +1339,7 @@ mod tests {
 
     /// The first kernel of `src`, lowered.
     fn kernel(src: &str) -> Kernel {
-        let src = src.to_string();
-        crate::driver::with_big_stack(move || {
-            let mut db = crate::source::SourceDb::new();
-            let id = db.add_text("unit.cu", &src);
-            let (entries, _) =
-                crate::driver::lower_files(&mut db, vec![id], Vec::new(), &crate::driver::Options::default());
-            entries[0].kernels[0].clone()
-        })
+        crate::lower::tests::kernels(src).remove(0)
     }
 
     const RANGE_FOR: &str = "__global__ void k(float *out, const float *in) {
