@@ -297,6 +297,21 @@ fn lower_files_streaming(
             } else {
                 diverse_order(&tuples)
             };
+            if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
+                eprintln!(
+                    "{} in {}: {} tuple(s), in the order tried:",
+                    def.name,
+                    db.file(root).path.display(),
+                    tuples.len()
+                );
+                for t in &candidates {
+                    let args: Vec<String> = t
+                        .iter()
+                        .map(|a| a.as_ref().map_or("?".into(), |a| a.display()))
+                        .collect();
+                    eprintln!("  <{}>", args.join(", "));
+                }
+            }
             // Instantiations that only trap (variants compiled out with
             // NO_DEVICE_CODE) say little: prefer ones that run code.
             let mut kernels: Vec<Kernel> = Vec::new();
@@ -833,7 +848,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // (The search for alarms under any launch shares them: see `for_any_launch`.)
     let mut models: Vec<Models> = vec![Vec::new(); e.kernels.len()];
     for (i, k) in e.kernels.iter().enumerate() {
-        let models = &mut models[i];
         // Shapes: the flag's, else those of the launch sites, else symbolic.
         let shapes: Vec<LaunchShape> = match (options.block_dim, e.launch_blocks.get(i).cloned().flatten()) {
             (Some(b), _) => vec![LaunchShape {
@@ -887,26 +901,48 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             mopts.shape.block_dim = exact.then(|| shape.map(|d| d.unwrap_or(1)));
             mopts.shape.block_known = shape;
             mopts.shape.block_multiple = multiple;
-            // The launch's facts hold for every thread: part of the model,
-            // unless they contradict each other (every obligation would
-            // then hold vacuously).
-            let mut model = model_for(models, k, &facts, options);
-            if !facts.is_empty()
-                && !crate::obligation::smt::Encoder::new(k, &model, mopts.shape.clone(), mopts.work).launch_consistent()
-            {
-                model = model_for(models, k, &[], options);
-                let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
-                    .to_string();
-                if !assumptions.contains(&a) {
-                    assumptions.push(a);
-                }
-            }
-            if debugging_jobs() {
-                eprintln!("{}", describe_job(jobs.len(), e, k, &model, &mopts));
-            }
-            jobs.push((k, model, mopts));
+            jobs.push(Job {
+                instantiation: i,
+                facts,
+                mopts,
+                model: None,
+            });
         }
     }
+    // A job's access model, built when first checked: with `settle`, an
+    // alarm often ends the check before the later instantiations are
+    // reached. The launch's facts hold for every thread: part of the
+    // model, unless they contradict each other (every obligation would
+    // then hold vacuously).
+    let model_of = |at: usize,
+                    jobs: &mut Vec<Job>,
+                    models: &mut Vec<Models>,
+                    assumptions: &mut Vec<String>|
+     -> std::rc::Rc<crate::ir::access::AccessModel> {
+        let job = &mut jobs[at];
+        if let Some(m) = &job.model {
+            return m.clone();
+        }
+        let k = &e.kernels[job.instantiation];
+        let cache = &mut models[job.instantiation];
+        let mut model = model_for(cache, k, &job.facts, options);
+        if !job.facts.is_empty()
+            && !crate::obligation::smt::Encoder::new(k, &model, job.mopts.shape.clone(), job.mopts.work)
+                .launch_consistent()
+        {
+            model = model_for(cache, k, &[], options);
+            let a =
+                "the facts found at the kernel's launch sites contradict each other; they were not used".to_string();
+            if !assumptions.contains(&a) {
+                assumptions.push(a);
+            }
+        }
+        if debugging_jobs() {
+            eprintln!("{}", describe_job(at, e, k, &model, &job.mopts));
+        }
+        job.model = Some(model.clone());
+        model
+    };
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
@@ -923,10 +959,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let deadline = crate::obligation::smt::thread_cpu() + std::time::Duration::from_millis(net_ms);
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;
-    for (k, model, mopts) in &jobs {
+    for at in 0..jobs.len() {
         if options.settle && participation == Verdict::Alarm {
             break;
         }
+        let model = model_of(at, &mut jobs, &mut models, &mut assumptions);
+        let (k, mopts) = (&e.kernels[jobs[at].instantiation], &jobs[at].mopts);
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
         mopts.deadline = Some(deadline);
@@ -934,7 +972,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if debugging_jobs() {
             eprintln!("participation of a job, {} units left", mopts.budget);
         }
-        let part = crate::obligation::participation::check_participation(k, model, &mopts);
+        let part = crate::obligation::participation::check_participation(k, &model, &mopts);
         if debugging_jobs() {
             eprintln!("  -> {:?}, {} goals", part.verdict, part.stats.pairs);
         }
@@ -955,15 +993,17 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         }
     }
     {
-        for (k, model, mopts) in &jobs {
+        for i in 0..jobs.len() {
             if options.settle && memory == Verdict::Alarm {
                 break;
             }
+            let model = model_of(i, &mut jobs, &mut models, &mut assumptions);
+            let (k, mopts) = (&e.kernels[jobs[i].instantiation], &jobs[i].mopts);
             let mut mopts = mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
             mopts.deadline = Some(deadline);
             let _s = crate::profile::stage("memory");
-            let result = crate::obligation::check_memory(k, model, &mopts);
+            let result = crate::obligation::check_memory(k, &model, &mopts);
             memory = join(memory, result.verdict);
             alarms.extend(result.alarms);
             for u in result.unknowns {
@@ -1100,6 +1140,17 @@ fn describe_job(
         model.loops.len(),
         k.always_traps()
     )
+}
+
+/// One instantiation under one launch shape, to check.
+struct Job {
+    /// Its index in the entry's `kernels`.
+    instantiation: usize,
+    /// The launch site's facts.
+    facts: Vec<crate::ir::Expr>,
+    mopts: MemoryOptions,
+    /// Its access model, once built (see `model_of` in `check_entry`).
+    model: Option<std::rc::Rc<crate::ir::access::AccessModel>>,
 }
 
 /// The access models of one instantiation, by the launch facts they hold.
