@@ -300,7 +300,16 @@ impl<'u> Lowerer<'u> {
         }
         // Where C++ needs a constant, a call on non-constant (symbolic) arguments
         // is a symbolic constant: the same function of the same uniform inputs.
-        if (self.constant_context > 0 || self.host_mode) && constant_args.is_none() {
+        // In host code, a function returning an aggregate (a launch's
+        // `dim3`s, a `std::pair` of them) is inlined: its fields are what
+        // the launch shapes are read from.
+        let host_aggregate = self.host_mode
+            && self.constant_context == 0
+            && matches!(
+                self.declared_return_type(decl, class.as_ref(), &env).strip_ref(),
+                Type::Vector(_) | Type::Lib(_)
+            );
+        if (self.constant_context > 0 || self.host_mode) && constant_args.is_none() && !host_aggregate {
             let ret = self.declared_return_type(decl, class.as_ref(), &env);
             let mut text = crate::lower::index::normalize_spaces(self.text(node));
             // The same words in a helper inlined under other template
@@ -436,6 +445,14 @@ impl<'u> Lowerer<'u> {
                     explicit_env.insert(n, a.clone());
                 }
             }
+            // Parameters given explicitly are not deduced: their function
+            // parameters take operands by implicit conversion (a `half` for
+            // a `const T &` with `T = float`).
+            let deducible: Vec<String> = names
+                .iter()
+                .filter(|n| !explicit_env.contains_key(*n))
+                .cloned()
+                .collect();
             let mut deduced = explicit_env.clone();
             let mut dctx = base_ctx.clone();
             let mut merged = (*base_ctx.tenv).clone();
@@ -465,7 +482,7 @@ impl<'u> Lowerer<'u> {
                 } else {
                     decay(&actual)
                 };
-                let ok = self.in_ctx(dctx.clone(), |l| l.deduce_param(*p, &actual, &names, &mut deduced));
+                let ok = self.in_ctx(dctx.clone(), |l| l.deduce_param(*p, &actual, &deducible, &mut deduced));
                 if !ok {
                     return None;
                 }

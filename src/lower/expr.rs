@@ -2271,7 +2271,7 @@ impl<'u> Lowerer<'u> {
                 pointee: Type::Void,
             })),
             Type::Closure(id) => Place::Temp(Value::Closure(*id)),
-            Type::Vector(_) | Type::Class(_) if !self.has_array(&ty) => {
+            Type::Vector(_) | Type::Class(_) | Type::Lib(_) if !self.has_array(&ty) => {
                 let fields = self.fields_of(&ty).unwrap_or_default();
                 let places = fields
                     .iter()

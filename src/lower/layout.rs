@@ -872,6 +872,10 @@ impl<'u> Lowerer<'u> {
     /// The fields of a struct or vector type, with their types.
     pub(super) fn fields_of(&mut self, ty: &Type) -> Option<Vec<(String, Type)>> {
         match ty.strip_ref() {
+            Type::Lib(lib) => {
+                let [a, b] = pair_members(lib)?;
+                Some(vec![("first".into(), a), ("second".into(), b)])
+            }
             Type::Vector(v) => Some(
                 (0..v.n as usize)
                     .map(|i| (VECTOR_FIELDS[i].to_string(), (*v.elem).clone()))
@@ -900,7 +904,11 @@ impl<'u> Lowerer<'u> {
                 let fields: Vec<Type> = layout.fields.iter().map(|f| f.ty.clone()).collect();
                 fields.iter().any(|f| self.has_array(f))
             }
-            Type::Lib(_) | Type::Opaque(_) => true,
+            Type::Lib(lib) => match pair_members(lib) {
+                Some([a, b]) => self.has_array(&a) || self.has_array(&b),
+                None => true,
+            },
+            Type::Opaque(_) => true,
             _ => false,
         }
     }
@@ -1026,6 +1034,18 @@ impl<'u> Lowerer<'u> {
                 Some((l.size?, l.align))
             }
             Type::Ref(t) => self.size_align(t),
+            // `std::pair<A, B>`: a struct of its two members (see `field`).
+            Type::Lib(lib) if pair_members(lib).is_some() => {
+                let mut at: u64 = 0;
+                let mut align: u64 = 1;
+                for t in pair_members(lib)? {
+                    let (s, a) = self.size_align(&t)?;
+                    let a = a.max(1);
+                    at = at.div_ceil(a) * a + s;
+                    align = align.max(a);
+                }
+                Some((at.div_ceil(align) * align, align))
+            }
             Type::Lib(lib) => super::builtins::library_layout(lib),
             _ => None,
         }
@@ -1046,6 +1066,30 @@ impl<'u> Lowerer<'u> {
     /// Field offset and type by name, in a struct type.
     pub(super) fn field(&mut self, ty: &Type, name: &str) -> Option<(usize, Expr, Type)> {
         match ty.strip_ref() {
+            // `std::pair<A, B>`: `first`, then `second` at `B`'s alignment
+            // (what the library's struct of two members lays out).
+            Type::Lib(lib) if pair_members(lib).is_some() => {
+                let i = ["first", "second"].iter().position(|f| *f == name)?;
+                let [first, second] = pair_members(lib)?;
+                let fty = if i == 0 { first.clone() } else { second };
+                let off = if i == 0 {
+                    Some(0)
+                } else {
+                    match (self.size_align(&first), self.size_align(&fty)) {
+                        (Some((size, _)), Some((_, align))) => Some(size.div_ceil(align.max(1)) * align.max(1)),
+                        _ => None,
+                    }
+                };
+                let off = match off {
+                    Some(o) => Expr::int(o as i128, ScalarTy::I64),
+                    None => Expr::Sym(self.sym(
+                        &format!("offsetof({}, {name})", ty.display()),
+                        ScalarTy::I64,
+                        SymKind::Layout,
+                    )),
+                };
+                Some((i, off, fty))
+            }
             Type::Vector(v) => {
                 let i = VECTOR_FIELDS.iter().position(|f| *f == name)?;
                 if i >= v.n as usize {
@@ -1286,4 +1330,16 @@ fn normalize_spelling(text: &str) -> String {
         words.insert(0, w);
     }
     words.join(" ")
+}
+
+/// The member types of `std::pair<A, B>` (modelled as a struct of `first`
+/// and `second`: the standard headers are not read).
+pub(super) fn pair_members(lib: &LibTy) -> Option<[Type; 2]> {
+    if lib.name != "std::pair" {
+        return None;
+    }
+    match lib.args.as_slice() {
+        [TArg::Type(a), TArg::Type(b)] => Some([a.clone(), b.clone()]),
+        _ => None,
+    }
 }
