@@ -303,14 +303,12 @@ impl<'u> Lowerer<'u> {
         // In host code, a function returning an aggregate (a launch's
         // `dim3`s, a `std::pair` of them) is inlined: its fields are what
         // the launch shapes are read from.
+        let symbolic = (self.constant_context > 0 || self.host_mode) && constant_args.is_none();
+        let ret = symbolic.then(|| self.declared_return_type(decl, class.as_ref(), &env));
         let host_aggregate = self.host_mode
             && self.constant_context == 0
-            && matches!(
-                self.declared_return_type(decl, class.as_ref(), &env).strip_ref(),
-                Type::Vector(_) | Type::Lib(_)
-            );
-        if (self.constant_context > 0 || self.host_mode) && constant_args.is_none() && !host_aggregate {
-            let ret = self.declared_return_type(decl, class.as_ref(), &env);
+            && matches!(ret.as_ref().map(Type::strip_ref), Some(Type::Vector(_) | Type::Lib(_)));
+        if let (Some(ret), false) = (ret, host_aggregate) {
             let mut text = crate::lower::index::normalize_spaces(self.text(node));
             // The same words in a helper inlined under other template
             // arguments may be another value: the environment is part of
