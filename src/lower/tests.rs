@@ -102,6 +102,19 @@ fn struct_members_in_memory_have_byte_offsets() {
 }
 
 #[test]
+fn a_std_pair_in_memory_is_its_two_members() {
+    // `second` starts at its own alignment after `first`; the pair's size
+    // rounds up to the larger alignment.
+    let src = "#include <utility>\n\
+               __global__ void k(std::pair<char, double> *p) { p[threadIdx.x].second = 2.0; p[1].first = 1; }";
+    check(
+        src,
+        &["store p[+((i64)threadIdx.x * 16) + 8:8u]", "store p[+16:1u]"],
+        &["offsetof"],
+    );
+}
+
+#[test]
 fn a_return_under_a_condition_goes_through_a_slot() {
     let src = "__device__ int pick(int v) { if (v < 0) { return 0; } return v; }\n\
                __global__ void k(int *x) { x[threadIdx.x] = pick(x[threadIdx.x]); }";
