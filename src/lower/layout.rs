@@ -1036,15 +1036,8 @@ impl<'u> Lowerer<'u> {
             Type::Ref(t) => self.size_align(t),
             // `std::pair<A, B>`: a struct of its two members (see `field`).
             Type::Lib(lib) if pair_members(lib).is_some() => {
-                let mut at: u64 = 0;
-                let mut align: u64 = 1;
-                for t in pair_members(lib)? {
-                    let (s, a) = self.size_align(&t)?;
-                    let a = a.max(1);
-                    at = at.div_ceil(a) * a + s;
-                    align = align.max(a);
-                }
-                Some((at.div_ceil(align) * align, align))
+                let (_, size, align) = self.pair_layout(lib)?;
+                Some((size, align))
             }
             Type::Lib(lib) => super::builtins::library_layout(lib),
             _ => None,
@@ -1063,6 +1056,21 @@ impl<'u> Lowerer<'u> {
         }
     }
 
+    /// `std::pair<A, B>`'s member offsets, size and alignment: a struct
+    /// of its two members, laid out as `layout` lays out a class's.
+    fn pair_layout(&mut self, lib: &LibTy) -> Option<([u64; 2], u64, u64)> {
+        let mut offsets = [0; 2];
+        let mut at = 0;
+        let mut align = 1;
+        for (k, t) in pair_members(lib)?.iter().enumerate() {
+            let (size, a) = self.size_align(t)?;
+            offsets[k] = round_up(at, a);
+            at = offsets[k] + size;
+            align = align.max(a);
+        }
+        Some((offsets, round_up(at, align), align))
+    }
+
     /// Field offset and type by name, in a struct type.
     pub(super) fn field(&mut self, ty: &Type, name: &str) -> Option<(usize, Expr, Type)> {
         match ty.strip_ref() {
@@ -1070,15 +1078,11 @@ impl<'u> Lowerer<'u> {
             // (what the library's struct of two members lays out).
             Type::Lib(lib) if pair_members(lib).is_some() => {
                 let i = ["first", "second"].iter().position(|f| *f == name)?;
-                let [first, second] = pair_members(lib)?;
-                let fty = if i == 0 { first.clone() } else { second };
-                let off = if i == 0 {
-                    Some(0)
-                } else {
-                    match (self.size_align(&first), self.size_align(&fty)) {
-                        (Some((size, _)), Some((_, align))) => Some(size.div_ceil(align.max(1)) * align.max(1)),
-                        _ => None,
-                    }
+                let fty = pair_members(lib)?[i].clone();
+                let off = match self.pair_layout(lib) {
+                    Some((offsets, _, _)) => Some(offsets[i]),
+                    // `first` is at 0 whatever the members' layouts.
+                    None => (i == 0).then_some(0),
                 };
                 let off = match off {
                     Some(o) => Expr::int(o as i128, ScalarTy::I64),
