@@ -308,7 +308,11 @@ impl<'u> Lowerer<'u> {
         let host_aggregate = self.host_mode
             && self.constant_context == 0
             && matches!(ret.as_ref().map(Type::strip_ref), Some(Type::Vector(_) | Type::Lib(_)));
-        if let (Some(ret), false) = (ret, host_aggregate) {
+        // A function pointer chosen by symbolic arguments (a `constexpr`
+        // table from a template argument to a function) is inlined: its
+        // returns make a choice among the functions named.
+        let chooses_function = ret.as_ref().is_some_and(Type::is_function_pointer);
+        if let (Some(ret), false) = (ret, host_aggregate || chooses_function) {
             let mut text = crate::lower::index::normalize_spaces(self.text(node));
             // The same words in a helper inlined under other template
             // arguments may be another value: the environment is part of

@@ -2048,10 +2048,12 @@ impl<'u> Lowerer<'u> {
                 let null = |v: &Value| matches!(v, Value::Ptr(p) if p.object.is_none() && p.offset.as_int() == Some(0));
                 // Different functions make a choice only where every branch
                 // around the write is an `if constexpr` on a template
-                // argument: the choice is then the same for every thread. A
-                // run-time branch may choose per thread.
+                // argument or a condition every thread evaluates alike (a
+                // switch on a symbolic template argument): the choice is then
+                // the same for every thread. A per-thread branch may choose
+                // per thread.
                 let conditions: usize = self.frames.iter().map(|f| f.cond_depth as usize).sum();
-                let compile_time = conditions == self.speculative as usize;
+                let compile_time = conditions == (self.speculative + self.uniform_branches) as usize;
                 let next = match (&*cell.borrow(), &value) {
                     (CellState::Empty, v) => CellState::Holds(v.clone()),
                     (CellState::Holds(old @ (Value::Func(_) | Value::Choice(_))), v) if null(v) => {

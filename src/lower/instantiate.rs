@@ -108,6 +108,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     let mut finder = Finder {
         params: kernel_param_names(index, kernel),
         caller_shapes: HashMap::new(),
+        symbolic_callers: false,
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
         kernel,
@@ -609,6 +610,9 @@ struct Finder {
     /// Shapes the callers of a host function pass as a parameter, by
     /// (function, parameter position).
     caller_shapes: HashMap<(DeclId, usize), Option<Vec<LaunchShape>>>,
+    /// Callers are evaluated with their template parameters unknown (for
+    /// [`KernelUses::every_site`]), not under the instantiations found.
+    symbolic_callers: bool,
     /// Instantiation environments of host function templates, by declaration.
     envs: HashMap<DeclId, Vec<TemplateEnv>>,
     function_nodes: HashMap<usize, DeclId>,
@@ -693,23 +697,25 @@ impl Finder {
     }
 
     /// See [`KernelUses::every_site`]. A shape the launching function
-    /// receives as a parameter is not followed to its callers (their
-    /// instantiations may be past the search too): its extents are unknown.
+    /// receives as a parameter is followed to its callers, each evaluated
+    /// with its own template parameters unknown: their instantiations may
+    /// be past the search too.
     fn shapes_at_every_site<'u>(&mut self, l: &mut Lowerer<'u>) -> Option<Vec<LaunchShape>> {
+        let found = std::mem::take(&mut self.caller_shapes);
+        self.symbolic_callers = true;
+        let out = self.shapes_at_every_site_symbolically(l);
+        self.symbolic_callers = false;
+        self.caller_shapes = found;
+        out
+    }
+
+    fn shapes_at_every_site_symbolically<'u>(&mut self, l: &mut Lowerer<'u>) -> Option<Vec<LaunchShape>> {
         let name = l.index.decl(self.kernel).name.clone();
         let mut out: Vec<LaunchShape> = Vec::new();
         for (frag, site) in unit_uses(l, &name) {
             let (enclosing, scope) = self.enclosing(l, site.node);
-            let (_, launched, block) = self.site_launch(
-                l,
-                frag,
-                &site,
-                enclosing,
-                scope,
-                TemplateEnv::new(),
-                self.kernel,
-                MAX_DEPTH,
-            );
+            let (_, launched, block) =
+                self.site_launch(l, frag, &site, enclosing, scope, TemplateEnv::new(), self.kernel, 0);
             if !launched {
                 continue;
             }
@@ -866,7 +872,9 @@ impl Finder {
                 .and_then(|a| named_children(a).get(position).copied())?;
             let (enclosing, scope) = self.enclosing(l, call);
             let mut envs = match enclosing {
-                Some(g) if l.index.decl(g).template.is_some() && g != f => self.envs_of(l, g, depth + 1),
+                Some(g) if l.index.decl(g).template.is_some() && g != f && !self.symbolic_callers => {
+                    self.envs_of(l, g, depth + 1)
+                }
                 _ => vec![TemplateEnv::new()],
             };
             if envs.is_empty() {

@@ -172,9 +172,14 @@ pub struct Lowerer<'u> {
     depth: usize,
     /// Inside a branch of an `if constexpr` whose condition is symbolic.
     speculative: u32,
+    /// Inside a branch (not `if constexpr`) whose condition is the same in
+    /// every thread: a function pointer chosen there is one choice per launch.
+    uniform_branches: u32,
     /// Where a `static_assert` failed: no program holds this instantiation.
     ill_formed: Option<crate::source::Span>,
-    /// Variables that hold a known constant at the current point.
+    /// Variables that hold a known constant at the current point, and those
+    /// that hold a grid-uniform value (mapped to themselves: a read is the
+    /// variable, but a condition on it is the same in every thread).
     /// Shared until written: each branch of a symbolic condition starts
     /// from a copy (cloning it took 14% of the listing of ggml with 256
     /// instantiations per kernel).
@@ -291,6 +296,7 @@ impl<'u> Lowerer<'u> {
             syms: HashMap::new(),
             depth: 0,
             speculative: 0,
+            uniform_branches: 0,
             ill_formed: None,
             known: Default::default(),
             constant_context: 0,
@@ -532,6 +538,8 @@ impl<'u> Lowerer<'u> {
             StmtKind::Assign { var, value } => {
                 if value.is_const() {
                     std::rc::Rc::make_mut(&mut self.known).insert(*var, value.clone());
+                } else if self.grid_uniform(value) {
+                    std::rc::Rc::make_mut(&mut self.known).insert(*var, Expr::Var(*var));
                 } else {
                     std::rc::Rc::make_mut(&mut self.known).remove(var);
                 }
@@ -673,6 +681,19 @@ impl<'u> Lowerer<'u> {
             .collect();
         env.sort();
         env.join(",")
+    }
+
+    /// A value every thread of a launch computes alike: it reads only
+    /// constants, template arguments, the kernel's scalar parameters and
+    /// variables holding such values (straight-line: `known`).
+    fn grid_uniform(&self, e: &Expr) -> bool {
+        let mut uniform = true;
+        e.visit(&mut |x| match x {
+            Expr::Var(v) if !self.known.contains_key(v) => uniform = false,
+            Expr::Builtin(_) => uniform = false,
+            _ => {}
+        });
+        uniform
     }
 
     /// A symbolic grid-uniform constant, one per name.

@@ -182,9 +182,11 @@ impl<'u> Lowerer<'u> {
                 // are lowered as under a grid-uniform condition, which covers the
                 // one the real instantiation keeps; what cannot compile in the other
                 // (a failing `static_assert`) makes that path infeasible.
+                let uniform = !constexpr && self.grid_uniform(&cond);
                 if constexpr {
                     self.speculative += 1;
                 }
+                self.uniform_branches += uniform as u32;
                 self.frame_mut().cond_depth += 1;
                 let before = self.known.clone();
                 let then_block = self.sub_block(|l| {
@@ -202,6 +204,7 @@ impl<'u> Lowerer<'u> {
                 let else_dead = std::mem::replace(&mut self.dead, false);
                 self.known = before;
                 self.frame_mut().cond_depth -= 1;
+                self.uniform_branches -= uniform as u32;
                 if constexpr {
                     self.speculative -= 1;
                 }
@@ -444,6 +447,8 @@ impl<'u> Lowerer<'u> {
                 }
             }),
             None => {
+                let uniform = self.grid_uniform(&scrutinee);
+                self.uniform_branches += uniform as u32;
                 self.frame_mut().cond_depth += 1;
                 let before = self.known.clone();
                 let b = self.sub_block(|l| {
@@ -479,6 +484,7 @@ impl<'u> Lowerer<'u> {
                     }
                 });
                 self.frame_mut().cond_depth -= 1;
+                self.uniform_branches -= uniform as u32;
                 self.dead = false;
                 self.known = before;
                 b
