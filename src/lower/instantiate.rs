@@ -27,6 +27,9 @@ use crate::syntax::{self, named_children};
 pub const MAX_TUPLES: usize = 64;
 /// How many enclosing function templates are followed outward.
 const MAX_DEPTH: u32 = 3;
+/// Most distinct operand lists a launching function's callers are followed
+/// with (each re-evaluates the launch).
+const MAX_CALLER_OPERANDS: usize = 64;
 
 /// A template argument tuple; `None` where the argument could not be
 /// determined (that parameter stays symbolic).
@@ -109,6 +112,8 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
         params: kernel_param_names(index, kernel),
         caller_shapes: HashMap::new(),
         symbolic_callers: false,
+        caller_operands: HashMap::new(),
+        caller_launches: HashMap::new(),
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
         kernel,
@@ -610,6 +615,12 @@ struct Finder {
     /// Shapes the callers of a host function pass as a parameter, by
     /// (function, parameter position).
     caller_shapes: HashMap<(DeclId, usize), Option<Vec<LaunchShape>>>,
+    /// Operand lists host functions are called with, by (function,
+    /// [`Self::symbolic_callers`]).
+    caller_operands: HashMap<(DeclId, bool), CallerOperands>,
+    /// Shapes of a launch evaluated at its function's callers, by (launch
+    /// site, environment, [`Self::symbolic_callers`]).
+    caller_launches: HashMap<(usize, String, bool), Option<Vec<LaunchShape>>>,
     /// Callers are evaluated with their template parameters unknown (for
     /// [`KernelUses::every_site`]), not under the instantiations found.
     symbolic_callers: bool,
@@ -755,6 +766,7 @@ impl Finder {
             .filter(|_| target == self.kernel);
         // `launch(k<…>, config, …)`: the operands after the kernel.
         let wrapper = site.wrapper.filter(|_| target == self.kernel);
+        let own_env = env.clone();
         let ctx = Ctx {
             frag,
             scope,
@@ -762,6 +774,7 @@ impl Finder {
             class: None,
         };
         let mut block = None;
+        let mut from_params = false;
         let mut launched = block_operand.is_some();
         // The syntax that gives the block shape.
         let mut block_node: Option<Node<'u>> = block_operand;
@@ -794,9 +807,15 @@ impl Finder {
                 None => explicit,
             };
             if block_operand.is_some() || wrapper.is_some() {
-                let (shapes, node) = l2.launch_at(site.call, block_operand, wrapper, &asserted);
+                let (shapes, node, value) = l2.launch_at(site.call, block_operand, wrapper, &asserted);
                 block = shapes;
                 block_node = node;
+                // Whether the block is computed from the enclosing
+                // function's parameters (its symbols, `f::name`).
+                if let (Some(f), Some(v)) = (enclosing, value) {
+                    let prefix = format!("{}::", l2.index.decl(f).name);
+                    from_params = l2.mentions_sym(&v, |name| name.starts_with(&prefix));
+                }
                 if let Some((call, _)) = wrapper {
                     launched = block.is_some() || is_launcher(frag, call);
                 }
@@ -830,7 +849,172 @@ impl Finder {
                 }
             }
         }
+        // A shape built from the launching function's scalar parameters
+        // (`dim3 block(warp_size, n)`): the launch evaluated again at each
+        // caller, with the parameters bound to its operands.
+        let undetermined = block
+            .as_ref()
+            .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
+        if let (true, true, true, Some(f)) = (launched, undetermined, from_params, enclosing) {
+            let launch = SiteLaunch {
+                frag,
+                site,
+                scope,
+                env: own_env,
+                block_operand,
+                wrapper,
+            };
+            if let Some(shapes) = self.launch_at_callers(l, &launch, f, depth) {
+                let determined = |s: &Option<Vec<LaunchShape>>| {
+                    s.as_ref().map_or(0, |v| {
+                        v.iter().flat_map(|x| x.block.iter()).filter(|e| e.is_some()).count()
+                    })
+                };
+                let shapes = Some(shapes);
+                // Only where it says more: the callers' operands may be
+                // less known than the function's own parameters.
+                if determined(&shapes) > determined(&block) || block.is_none() {
+                    block = shapes;
+                }
+            }
+        }
         (tuple, launched, block)
+    }
+
+    /// The shapes of the launch `launch` inside host function `f`, evaluated
+    /// once per call of `f` (under each of its caller's instantiations,
+    /// or with the caller's template parameters unknown for
+    /// [`KernelUses::every_site`]) with `f`'s parameters bound to that
+    /// call's operands. `None` when a use of `f` is not a call, or a
+    /// caller's launch shape is not determined at all.
+    fn launch_at_callers<'u>(
+        &mut self,
+        l: &mut Lowerer<'u>,
+        launch: &SiteLaunch<'u, '_>,
+        f: DeclId,
+        depth: u32,
+    ) -> Option<Vec<LaunchShape>> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        // The same for every tuple whose environment here is the same.
+        let mut env: Vec<String> = launch.env.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
+        env.sort();
+        let key = (launch.site.node.id(), env.join(","), self.symbolic_callers);
+        if let Some(known) = self.caller_launches.get(&key) {
+            return known.clone();
+        }
+        let found = self.launch_at_callers_uncached(l, launch, f, depth);
+        self.caller_launches.insert(key, found.clone());
+        found
+    }
+
+    fn launch_at_callers_uncached<'u>(
+        &mut self,
+        l: &mut Lowerer<'u>,
+        launch: &SiteLaunch<'u, '_>,
+        f: DeclId,
+        depth: u32,
+    ) -> Option<Vec<LaunchShape>> {
+        let calls = self.caller_operands(l, f, depth)?;
+        let mut out: Vec<LaunchShape> = Vec::new();
+        for values in calls.iter() {
+            let own = Ctx {
+                frag: launch.frag,
+                scope: launch.scope,
+                tenv: Rc::new(launch.env.clone()),
+                class: None,
+            };
+            let site = launch.site;
+            let shapes = l.in_ctx(own, |l2| {
+                l2.blocks.push(Vec::new());
+                l2.bind_call_operands(f, values);
+                let at = site.call.or(site.wrapper.map(|w| w.0)).unwrap_or(site.node);
+                let asserted = l2.bind_preceding_constants(at);
+                let asserted: Vec<super::Value> = asserted.iter().filter_map(|x| l2.host_fact(*x)).collect();
+                let (shapes, _, _) = l2.launch_at(site.call, launch.block_operand, launch.wrapper, &asserted);
+                l2.blocks.pop();
+                shapes
+            })?;
+            for s in shapes {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        (!calls.is_empty()).then_some(out)
+    }
+
+    /// The distinct operand lists host function `f` is called with, each
+    /// evaluated where it is called (under each of the caller's
+    /// instantiations, or with its template parameters unknown for
+    /// [`KernelUses::every_site`]). `None` when a use of `f` is not a
+    /// call, or there are more than [`MAX_CALLER_OPERANDS`] lists.
+    fn caller_operands<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> CallerOperands {
+        let key = (f, self.symbolic_callers);
+        if let Some(known) = self.caller_operands.get(&key) {
+            return known.clone();
+        }
+        self.caller_operands.insert(key, None);
+        let found = self.caller_operands_uncached(l, f, depth).map(Rc::new);
+        self.caller_operands.insert(key, found.clone());
+        found
+    }
+
+    fn caller_operands_uncached<'u>(
+        &mut self,
+        l: &mut Lowerer<'u>,
+        f: DeclId,
+        depth: u32,
+    ) -> Option<Vec<Vec<super::Value>>> {
+        let name = l.index.decl(f).name.clone();
+        let mut out: Vec<Vec<super::Value>> = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        for (frag, use_of_f) in unit_uses(l, &name) {
+            let call = use_of_f.call?;
+            let (g, scope) = self.enclosing(l, call);
+            if g == Some(f) {
+                return None;
+            }
+            let mut envs = match g {
+                Some(g) if l.index.decl(g).template.is_some() && !self.symbolic_callers => {
+                    self.envs_of(l, g, depth + 1)
+                }
+                _ => vec![TemplateEnv::new()],
+            };
+            if envs.is_empty() {
+                envs.push(TemplateEnv::new());
+            }
+            let args: Vec<Node<'u>> = call.field("arguments").map(named_children).unwrap_or_default();
+            for env in envs {
+                let caller = Ctx {
+                    frag,
+                    scope,
+                    tenv: Rc::new(env),
+                    class: None,
+                };
+                let values: Vec<super::Value> = l.in_ctx(caller, |l2| {
+                    l2.blocks.push(Vec::new());
+                    if let Some(g) = g {
+                        l2.bind_host_params(g);
+                    }
+                    l2.bind_preceding_constants(call);
+                    let values = args.iter().map(|a| l2.scratch_expr(*a)).collect();
+                    l2.blocks.pop();
+                    values
+                });
+                // `Value` has no equality: its printed form tells lists apart.
+                let key = format!("{values:?}");
+                if !seen.contains(&key) {
+                    if out.len() == MAX_CALLER_OPERANDS {
+                        return None;
+                    }
+                    seen.push(key);
+                    out.push(values);
+                }
+            }
+        }
+        Some(out)
     }
 
     /// The block shapes the callers of host function `f` pass as its
@@ -958,6 +1142,19 @@ impl Finder {
 }
 
 /// A use of a template: a template-id and/or a call.
+/// The operand lists a host function's callers pass it (`None`: not all known).
+type CallerOperands = Option<Rc<Vec<Vec<super::Value>>>>;
+
+/// A launch inside a host function, as [`Finder::site_launch`] found it.
+struct SiteLaunch<'u, 's> {
+    frag: &'u Fragment,
+    site: &'s Use<'u>,
+    scope: super::ScopeId,
+    env: TemplateEnv,
+    block_operand: Option<Node<'u>>,
+    wrapper: Option<(Node<'u>, usize)>,
+}
+
 struct Use<'t> {
     node: Node<'t>,
     /// The `template_argument_list`, when explicit arguments are given.
@@ -1101,6 +1298,25 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
 impl<'u> Lowerer<'u> {
     /// Binds the parameters of a host function to unknown values of their
     /// types, so expressions over them have types (for deduction).
+    /// Whether a value reads a symbol whose name `named` accepts.
+    fn mentions_sym(&self, v: &super::Value, named: impl Fn(&str) -> bool + Copy) -> bool {
+        use super::Value;
+        let expr = |e: &super::Expr| {
+            let mut found = false;
+            e.visit(&mut |x| {
+                if let super::Expr::Sym(s) = x {
+                    found |= named(&self.k.syms[s.0 as usize].name);
+                }
+            });
+            found
+        };
+        match v {
+            Value::Scalar(e, _) => expr(e),
+            Value::Agg(_, parts) => parts.iter().any(|p| self.mentions_sym(p, named)),
+            _ => false,
+        }
+    }
+
     fn bind_host_params(&mut self, f: DeclId) {
         let d = self.index.decl(f).clone();
         let Some(params) = parameter_list(d.node) else {
@@ -1137,14 +1353,14 @@ impl<'u> Lowerer<'u> {
     /// block, …>>>(…)` (`call` and its `block` operand) or a wrapper
     /// `launch(k, config, …)` (the call and the kernel's position), and the
     /// node that gives the block (for the callers' shapes when it is a
-    /// parameter).
+    /// parameter), and the block's value.
     fn launch_at(
         &mut self,
         call: Option<Node<'u>>,
         block: Option<Node<'u>>,
         wrapper: Option<(Node<'u>, usize)>,
         asserted: &[super::Value],
-    ) -> (Option<Vec<LaunchShape>>, Option<Node<'u>>) {
+    ) -> (Option<Vec<LaunchShape>>, Option<Node<'u>>, Option<super::Value>) {
         let frag = self.frag();
         if let (Some(b), Some(call)) = (block, call) {
             let grid = launch_config_operand(call, 0).map(|g| self.scratch_expr(g));
@@ -1157,10 +1373,11 @@ impl<'u> Lowerer<'u> {
                 .map(|a| self.scratch_expr(a))
                 .collect();
             let stmts = self.blocks.last().map_or(&[][..], |b| &b[..]);
-            return (launch_shapes(grid.as_ref(), &v, &args, asserted, stmts), Some(b));
+            let shapes = launch_shapes(grid.as_ref(), &v, &args, asserted, stmts);
+            return (shapes, Some(b), Some(resolve_value(&v, stmts)));
         }
         let Some((call, at)) = wrapper else {
-            return (None, None);
+            return (None, None, None);
         };
         let operands: Vec<Node> = call
             .field("arguments")
@@ -1179,6 +1396,7 @@ impl<'u> Lowerer<'u> {
             let parts: Vec<super::Value> = parts.iter().map(|p| self.scratch_expr(*p)).collect();
             values = vec![super::Value::Agg(super::Type::Void, parts)];
         }
+        let mut block_value = None;
         let shapes = wrapper_config(&values).and_then(|(grid, b, used)| {
             // The kernel's arguments follow a configuration
             // aggregate; after `(grid, block)` they come
@@ -1192,9 +1410,10 @@ impl<'u> Lowerer<'u> {
                 Vec::new()
             };
             let stmts = self.blocks.last().map_or(&[][..], |b| &b[..]);
+            block_value = Some(resolve_value(b, stmts));
             launch_shapes(grid, b, &rest, asserted, stmts)
         });
-        (shapes, block_node)
+        (shapes, block_node, block_value)
     }
 
     /// Launches through a function pointer. The kernel's template-id is
@@ -1311,7 +1530,7 @@ impl<'u> Lowerer<'u> {
                 let facts = l.bind_preceding_constants(u.call.or(u.wrapper.map(|w| w.0)).unwrap_or(u.node));
                 let mut facts: Vec<super::Value> = facts.iter().filter_map(|x| l.host_fact(*x)).collect();
                 facts.extend(caller_facts.iter().cloned());
-                let (shapes, _) = l.launch_at(u.call, block, u.wrapper, &facts);
+                let (shapes, _, _) = l.launch_at(u.call, block, u.wrapper, &facts);
                 let launcher = u.wrapper.is_some_and(|(c, _)| is_launcher(d.frag, c));
                 if shapes.is_some() || block.is_some() || launcher {
                     out.push(shapes);
