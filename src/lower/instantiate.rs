@@ -252,12 +252,20 @@ fn launch_facts(
         (Builtin::GridDim as fn(Dim) -> Builtin, scalars(grid)),
         (Builtin::BlockDim as fn(Dim) -> Builtin, scalars(block)),
     ] {
+        let is_grid = extent(Dim::X) == Builtin::GridDim(Dim::X);
         for (d, part) in Dim::ALL.into_iter().zip(parts) {
             let Some((e, ty)) = part else { continue };
-            if e.is_const() || !ty.is_int() {
+            if !ty.is_int() {
                 continue;
             }
-            let Some(f) = in_arguments(&e, &args) else { continue };
+            // A constant block extent is the shape itself; a constant grid
+            // extent is a fact (the grid is not part of the shape).
+            let f = match e.as_int() {
+                Some(_) if is_grid => Some(e.clone()),
+                Some(_) => None,
+                None => in_arguments(&e, &args),
+            };
+            let Some(f) = f else { continue };
             let wide = ScalarTy::I64;
             out.push(Expr::Binary(
                 BinOp::Eq,
@@ -270,10 +278,25 @@ fn launch_facts(
     // Checks the host made before launching, about values it passes.
     // A constant check says nothing about the arguments; a constant false
     // one would make the launch dead, which host evaluation must not decide.
+    // A conjunction is its conjuncts: one about values the host does not
+    // pass leaves the others.
+    fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Binary(BinOp::And, _, a, b) => {
+                conjuncts(a, out);
+                conjuncts(b, out);
+            }
+            e => out.push(e.clone()),
+        }
+    }
     for a in asserted {
         if let Value::Scalar(e, _) = a {
-            if let Some(f) = in_arguments(e, &args).filter(|f| !f.is_const()) {
-                out.push(f);
+            let mut parts = Vec::new();
+            conjuncts(e, &mut parts);
+            for part in parts {
+                if let Some(f) = in_arguments(&part, &args).filter(|f| !f.is_const()) {
+                    out.push(f);
+                }
             }
         }
     }
