@@ -362,7 +362,7 @@ fn lower_files_streaming(
             // instantiations stops at its own cap too: then more may exist.
             let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {
-                let args = vec![None; def.template_params.len()];
+                let args = cover_args(def.template_params.len(), &tuples, more);
                 let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
                 // Past the search's cap, instantiations launch with the
                 // shapes of every site as their templates' unknown
@@ -457,6 +457,34 @@ fn lower_files_streaming(
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| seen.insert(d.clone()));
     (entries, diagnostics)
+}
+
+/// The template arguments of the lowering that covers a kernel's
+/// instantiations: each symbolic, except a function pointer parameter that
+/// every instantiation names a function for, when the search found them
+/// all (`more` false): the functions named there, one per launch.
+fn cover_args(params: usize, tuples: &[Vec<Option<lower::TArg>>], more: bool) -> Vec<Option<lower::TArg>> {
+    use lower::TArg;
+    (0..params)
+        .map(|i| {
+            if more || tuples.is_empty() {
+                return None;
+            }
+            let mut funcs = Vec::new();
+            for t in tuples {
+                let Some(Some(TArg::Func(f))) = t.get(i) else {
+                    return None;
+                };
+                if !funcs.contains(f) {
+                    funcs.push(f.clone());
+                }
+            }
+            Some(match funcs.len() {
+                1 => TArg::Func(funcs.remove(0)),
+                _ => TArg::Choice(std::rc::Rc::new(funcs)),
+            })
+        })
+        .collect()
 }
 
 /// The distinct block shapes of the launches with template arguments `args`

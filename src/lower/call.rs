@@ -1595,6 +1595,10 @@ impl<'u> Lowerer<'u> {
                 targs.extend(explicit.iter().cloned());
                 return self.call_named(&f.ids, &targs, ops, None, None, node);
             }
+            Some(Binding::Value(Value::Choice(fs))) if explicit.is_empty() => {
+                let ops = self.operands(args);
+                return self.call_choice(&fs, ops, node);
+            }
             Some(Binding::Place(p)) => {
                 let ty = p.ty();
                 if let Place::Cell(..) = &p {

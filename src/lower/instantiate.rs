@@ -627,6 +627,7 @@ fn is_concrete(a: &TArg) -> bool {
         TArg::Value(super::CVal::Int(..)) => true,
         TArg::Value(super::CVal::Sym(..)) => false,
         TArg::Func(_) => true,
+        TArg::Choice(_) => false,
         TArg::Type(t) => !matches!(t, super::Type::Opaque(_)),
         TArg::Pack(items) => items.iter().all(is_concrete),
     }

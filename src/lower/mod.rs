@@ -412,6 +412,7 @@ impl<'u> Lowerer<'u> {
             TArg::Type(t) => Binding::Type(t.clone()),
             TArg::Value(v) => Binding::Value(self.cval_value(*v)),
             TArg::Func(f) => Binding::Value(Value::Func(f.clone())),
+            TArg::Choice(fs) => Binding::Value(Value::Choice(fs.clone())),
             TArg::Pack(items) => {
                 if items.iter().all(|i| matches!(i, TArg::Type(_))) && !items.is_empty() {
                     Binding::TypePack(
@@ -432,6 +433,7 @@ impl<'u> Lowerer<'u> {
                                 TArg::Value(v) => Binding::Value(self.cval_value(*v)),
                                 TArg::Pack(_) => Binding::Value(Value::Void),
                                 TArg::Func(f) => Binding::Value(Value::Func(f.clone())),
+                                TArg::Choice(fs) => Binding::Value(Value::Choice(fs.clone())),
                             })
                             .collect(),
                     )
@@ -801,6 +803,13 @@ impl<'u> Lowerer<'u> {
                 .first()
                 .map(|&d| self.index.decl(d).name.clone())
                 .unwrap_or_default(),
+            TArg::Choice(fs) => {
+                let names: Vec<String> = fs
+                    .iter()
+                    .filter_map(|f| f.ids.first().map(|&d| self.index.decl(d).name.clone()))
+                    .collect();
+                format!("<one of {}>", names.join(", "))
+            }
             other => other.display(),
         }
     }

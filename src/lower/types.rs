@@ -215,6 +215,10 @@ pub enum TArg {
     Pack(Vec<TArg>),
     /// A function (a function pointer template argument).
     Func(Rc<FuncRef>),
+    /// One of these functions, the same for the whole launch: a function
+    /// pointer parameter of the lowering that covers a kernel's
+    /// instantiations, when every one of them found names a function there.
+    Choice(Rc<Vec<Rc<FuncRef>>>),
 }
 
 impl TArg {
@@ -225,6 +229,13 @@ impl TArg {
             TArg::Value(CVal::Int(v, _)) => v.to_string(),
             TArg::Value(CVal::Sym(s, _)) => format!("sym#{}", s.0),
             TArg::Func(f) => format!("fn#{}", f.ids.first().map_or(0, |d| d.0)),
+            TArg::Choice(fs) => {
+                let ids: Vec<String> = fs
+                    .iter()
+                    .map(|f| format!("fn#{}", f.ids.first().map_or(0, |d| d.0)))
+                    .collect();
+                format!("one of {}", ids.join(" "))
+            }
             TArg::Pack(items) => {
                 let items: Vec<String> = items.iter().map(TArg::display).collect();
                 items.join(", ")
