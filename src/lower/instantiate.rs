@@ -857,10 +857,12 @@ impl Finder {
         });
         // A shape the launching function receives as a parameter:
         // the shapes its callers pass.
-        let undetermined = block
-            .as_ref()
-            .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
-        if let (true, true, Some(f), Some(node)) = (launched, undetermined, enclosing, block_node) {
+        let undetermined = |block: &Option<Vec<LaunchShape>>| {
+            block
+                .as_ref()
+                .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)))
+        };
+        if let (true, true, Some(f), Some(node)) = (launched, undetermined(&block), enclosing, block_node) {
             let position = (node.kind_name() == "identifier")
                 .then(|| {
                     let name = syntax::text(frag, node);
@@ -876,10 +878,7 @@ impl Finder {
         // A shape built from the launching function's scalar parameters
         // (`dim3 block(warp_size, n)`): the launch evaluated again at each
         // caller, with the parameters bound to its operands.
-        let undetermined = block
-            .as_ref()
-            .is_none_or(|shapes| shapes.iter().any(|s| s.block.iter().any(Option::is_none)));
-        if let (true, true, true, Some(f)) = (launched, undetermined, from_params, enclosing) {
+        if let (true, true, true, Some(f)) = (launched, undetermined(&block), from_params, enclosing) {
             let launch = SiteLaunch {
                 frag,
                 site,
@@ -969,6 +968,21 @@ impl Finder {
         (!calls.is_empty()).then_some(out)
     }
 
+    /// The environments a call inside host function `caller` is evaluated
+    /// under: each of its instantiations, or its template parameters
+    /// unknown (when they are not found, or for [`KernelUses::every_site`]).
+    fn caller_envs<'u>(&mut self, l: &mut Lowerer<'u>, caller: Option<DeclId>, depth: u32) -> Vec<TemplateEnv> {
+        let envs = match caller {
+            Some(g) if l.index.decl(g).template.is_some() && !self.symbolic_callers => self.envs_of(l, g, depth + 1),
+            _ => Vec::new(),
+        };
+        if envs.is_empty() {
+            vec![TemplateEnv::new()]
+        } else {
+            envs
+        }
+    }
+
     /// The distinct operand lists host function `f` is called with, each
     /// evaluated where it is called (under each of the caller's
     /// instantiations, or with its template parameters unknown for
@@ -1000,15 +1014,7 @@ impl Finder {
             if g == Some(f) {
                 return None;
             }
-            let mut envs = match g {
-                Some(g) if l.index.decl(g).template.is_some() && !self.symbolic_callers => {
-                    self.envs_of(l, g, depth + 1)
-                }
-                _ => vec![TemplateEnv::new()],
-            };
-            if envs.is_empty() {
-                envs.push(TemplateEnv::new());
-            }
+            let envs = self.caller_envs(l, g.filter(|&g| g != f), depth);
             let args: Vec<Node<'u>> = call.field("arguments").map(named_children).unwrap_or_default();
             for env in envs {
                 let caller = Ctx {
@@ -1079,15 +1085,7 @@ impl Finder {
                 .field("arguments")
                 .and_then(|a| named_children(a).get(position).copied())?;
             let (enclosing, scope) = self.enclosing(l, call);
-            let mut envs = match enclosing {
-                Some(g) if l.index.decl(g).template.is_some() && g != f && !self.symbolic_callers => {
-                    self.envs_of(l, g, depth + 1)
-                }
-                _ => vec![TemplateEnv::new()],
-            };
-            if envs.is_empty() {
-                envs.push(TemplateEnv::new());
-            }
+            let envs = self.caller_envs(l, enclosing.filter(|&g| g != f), depth);
             for env in envs {
                 let ctx = Ctx {
                     frag,
