@@ -110,10 +110,8 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     l.host_mode = true;
     let mut finder = Finder {
         params: kernel_param_names(index, kernel),
-        caller_shapes: HashMap::new(),
+        callers: CallerCache::default(),
         symbolic_callers: false,
-        caller_operands: HashMap::new(),
-        caller_launches: HashMap::new(),
         envs: HashMap::new(),
         function_nodes: HashMap::new(),
         kernel,
@@ -248,11 +246,10 @@ fn launch_facts(
         })
         .collect();
     let mut out = Vec::new();
-    for (extent, parts) in [
-        (Builtin::GridDim as fn(Dim) -> Builtin, scalars(grid)),
-        (Builtin::BlockDim as fn(Dim) -> Builtin, scalars(block)),
+    for (extent, parts, is_grid) in [
+        (Builtin::GridDim as fn(Dim) -> Builtin, scalars(grid), true),
+        (Builtin::BlockDim as fn(Dim) -> Builtin, scalars(block), false),
     ] {
-        let is_grid = extent(Dim::X) == Builtin::GridDim(Dim::X);
         for (d, part) in Dim::ALL.into_iter().zip(parts) {
             let Some((e, ty)) = part else { continue };
             if !ty.is_int() {
@@ -636,15 +633,9 @@ fn is_concrete(a: &TArg) -> bool {
 struct Finder {
     /// The kernel's parameter names, in declaration order.
     params: Vec<String>,
-    /// Shapes the callers of a host function pass as a parameter, by
-    /// (function, parameter position).
-    caller_shapes: HashMap<(DeclId, usize), Option<Vec<LaunchShape>>>,
-    /// Operand lists host functions are called with, by (function,
-    /// [`Self::symbolic_callers`]).
-    caller_operands: HashMap<(DeclId, bool), CallerOperands>,
-    /// Shapes of a launch evaluated at its function's callers, by (launch
-    /// site, environment, [`Self::symbolic_callers`]).
-    caller_launches: HashMap<(usize, String, bool), Option<Vec<LaunchShape>>>,
+    /// What the callers of host functions pass them: one cache per
+    /// [`Self::symbolic_callers`] (the other is set aside meanwhile).
+    callers: CallerCache,
     /// Callers are evaluated with their template parameters unknown (for
     /// [`KernelUses::every_site`]), not under the instantiations found.
     symbolic_callers: bool,
@@ -736,11 +727,11 @@ impl Finder {
     /// with its own template parameters unknown: their instantiations may
     /// be past the search too.
     fn shapes_at_every_site<'u>(&mut self, l: &mut Lowerer<'u>) -> Option<Vec<LaunchShape>> {
-        let found = std::mem::take(&mut self.caller_shapes);
+        let found = std::mem::take(&mut self.callers);
         self.symbolic_callers = true;
         let out = self.shapes_at_every_site_symbolically(l);
         self.symbolic_callers = false;
-        self.caller_shapes = found;
+        self.callers = found;
         out
     }
 
@@ -920,25 +911,6 @@ impl Finder {
         if depth >= MAX_DEPTH {
             return None;
         }
-        // The same for every tuple whose environment here is the same.
-        let mut env: Vec<String> = launch.env.iter().map(|(k, a)| format!("{k}={}", a.display())).collect();
-        env.sort();
-        let key = (launch.site.node.id(), env.join(","), self.symbolic_callers);
-        if let Some(known) = self.caller_launches.get(&key) {
-            return known.clone();
-        }
-        let found = self.launch_at_callers_uncached(l, launch, f, depth);
-        self.caller_launches.insert(key, found.clone());
-        found
-    }
-
-    fn launch_at_callers_uncached<'u>(
-        &mut self,
-        l: &mut Lowerer<'u>,
-        launch: &SiteLaunch<'u, '_>,
-        f: DeclId,
-        depth: u32,
-    ) -> Option<Vec<LaunchShape>> {
         let calls = self.caller_operands(l, f, depth)?;
         let mut out: Vec<LaunchShape> = Vec::new();
         for values in calls.iter() {
@@ -989,13 +961,12 @@ impl Finder {
     /// [`KernelUses::every_site`]). `None` when a use of `f` is not a
     /// call, or there are more than [`MAX_CALLER_OPERANDS`] lists.
     fn caller_operands<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> CallerOperands {
-        let key = (f, self.symbolic_callers);
-        if let Some(known) = self.caller_operands.get(&key) {
+        if let Some(known) = self.callers.operands.get(&f) {
             return known.clone();
         }
-        self.caller_operands.insert(key, None);
+        self.callers.operands.insert(f, None);
         let found = self.caller_operands_uncached(l, f, depth).map(Rc::new);
-        self.caller_operands.insert(key, found.clone());
+        self.callers.operands.insert(f, found.clone());
         found
     }
 
@@ -1014,7 +985,7 @@ impl Finder {
             if g == Some(f) {
                 return None;
             }
-            let envs = self.caller_envs(l, g.filter(|&g| g != f), depth);
+            let envs = self.caller_envs(l, g, depth);
             let args: Vec<Node<'u>> = call.field("arguments").map(named_children).unwrap_or_default();
             for env in envs {
                 let caller = Ctx {
@@ -1061,12 +1032,12 @@ impl Finder {
             return None;
         }
         // The same for every launch in `f`: computed once.
-        if let Some(known) = self.caller_shapes.get(&(f, position)) {
+        if let Some(known) = self.callers.shapes.get(&(f, position)) {
             return known.clone();
         }
-        self.caller_shapes.insert((f, position), None);
+        self.callers.shapes.insert((f, position), None);
         let found = self.caller_blocks_uncached(l, f, position, depth);
-        self.caller_shapes.insert((f, position), found.clone());
+        self.callers.shapes.insert((f, position), found.clone());
         found
     }
 
@@ -1163,9 +1134,17 @@ impl Finder {
     }
 }
 
-/// A use of a template: a template-id and/or a call.
 /// The operand lists a host function's callers pass it (`None`: not all known).
 type CallerOperands = Option<Rc<Vec<Vec<super::Value>>>>;
+
+/// What the callers of host functions pass them, as [`Finder`] found it.
+#[derive(Default)]
+struct CallerCache {
+    /// Block shapes passed as a parameter, by (function, parameter position).
+    shapes: HashMap<(DeclId, usize), Option<Vec<LaunchShape>>>,
+    /// Operand lists, by function.
+    operands: HashMap<DeclId, CallerOperands>,
+}
 
 /// A launch inside a host function, as [`Finder::site_launch`] found it.
 struct SiteLaunch<'u, 's> {
@@ -1177,6 +1156,7 @@ struct SiteLaunch<'u, 's> {
     wrapper: Option<(Node<'u>, usize)>,
 }
 
+/// A use of a template: a template-id and/or a call.
 struct Use<'t> {
     node: Node<'t>,
     /// The `template_argument_list`, when explicit arguments are given.
@@ -1318,8 +1298,6 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
 }
 
 impl<'u> Lowerer<'u> {
-    /// Binds the parameters of a host function to unknown values of their
-    /// types, so expressions over them have types (for deduction).
     /// Whether a value reads a symbol whose name `named` accepts.
     fn mentions_sym(&self, v: &super::Value, named: impl Fn(&str) -> bool + Copy) -> bool {
         use super::Value;
@@ -1339,6 +1317,8 @@ impl<'u> Lowerer<'u> {
         }
     }
 
+    /// Binds the parameters of a host function to unknown values of their
+    /// types, so expressions over them have types (for deduction).
     fn bind_host_params(&mut self, f: DeclId) {
         let d = self.index.decl(f).clone();
         let Some(params) = parameter_list(d.node) else {

@@ -230,11 +230,8 @@ impl TArg {
             TArg::Value(CVal::Sym(s, _)) => format!("sym#{}", s.0),
             TArg::Func(f) => format!("fn#{}", f.ids.first().map_or(0, |d| d.0)),
             TArg::Choice(fs) => {
-                let ids: Vec<String> = fs
-                    .iter()
-                    .map(|f| format!("fn#{}", f.ids.first().map_or(0, |d| d.0)))
-                    .collect();
-                format!("one of {}", ids.join(" "))
+                let each: Vec<String> = fs.iter().map(|f| TArg::Func(f.clone()).display()).collect();
+                format!("one of {}", each.join(" "))
             }
             TArg::Pack(items) => {
                 let items: Vec<String> = items.iter().map(TArg::display).collect();
