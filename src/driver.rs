@@ -755,12 +755,20 @@ fn spawn_big<'scope, 'env, T: Send + 'scope>(
         .expect("spawning a checking thread")
 }
 
+/// The access model of one instantiation under the options' launch (what
+/// `explain --stage accesses` prints).
+pub fn access_model(k: &Kernel, options: &Options) -> crate::ir::access::AccessModel {
+    let lanes = memory_options(k, options).shape.lanes_along_x(options.lower.warp_size);
+    crate::passes::accesses::build(k, options.lower.warp_size, &[], lanes)
+}
+
 /// The memory obligations of one instantiation: counts, solver time, verdict.
 pub fn explain_smt(db: &SourceDb, k: &Kernel, options: &Options) -> String {
     let started = std::time::Instant::now();
-    let model = crate::passes::accesses::build(k, options.lower.warp_size, &[]);
+    let model = access_model(k, options);
     let built = started.elapsed();
-    let result = crate::obligation::check_memory(k, &model, &memory_options(k, options));
+    let mopts = memory_options(k, options);
+    let result = crate::obligation::check_memory(k, &model, &mopts);
     let s = &result.stats;
     let mut out = format!(
         "kernel {}: {} records; {} pairs, {} pruned, {} solved ({} sat, {} unknown); model {} ms, solver {} ms, slowest {} ms; memory {:?}\n",
@@ -953,12 +961,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         }
         let k = &e.kernels[job.instantiation];
         let cache = &mut models[job.instantiation];
-        let mut model = model_for(cache, k, &job.facts, options);
+        let mut model = model_for(cache, k, &job.facts, &job.mopts.shape, options);
         if !job.facts.is_empty()
             && !crate::obligation::smt::Encoder::new(k, &model, job.mopts.shape.clone(), job.mopts.work)
                 .launch_consistent()
         {
-            model = model_for(cache, k, &[], options);
+            model = model_for(cache, k, &[], &job.mopts.shape, options);
             let a =
                 "the facts found at the kernel's launch sites contradict each other; they were not used".to_string();
             if !assumptions.contains(&a) {
@@ -1045,6 +1053,24 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 }
             }
         }
+    }
+    // A lane reduction whose operand reads written memory is uniform over
+    // the block only where loads of one address between the same barriers
+    // agree, which the memory condition decides: participation proved with
+    // it holds only with memory.
+    if participation == Verdict::Pass
+        && memory != Verdict::Pass
+        && jobs
+            .iter()
+            .any(|j| j.model.as_ref().is_some_and(|m| m.lane_reductions_read_written()))
+    {
+        participation = Verdict::Unknown;
+        unknowns.push(UnknownItem {
+            reason: "a warp reduction of values read from memory was taken as the same in every warp, which \
+                     holds when the loads do not race with a write; the memory condition did not prove that"
+                .into(),
+            span: e.span,
+        });
     }
     // A pass covers only the instantiations checked.
     if (memory == Verdict::Pass || participation == Verdict::Pass)
@@ -1182,23 +1208,31 @@ struct Job {
 }
 
 /// The access models of one instantiation, by the launch facts they hold.
-type Models = Vec<(Vec<crate::ir::Expr>, std::rc::Rc<crate::ir::access::AccessModel>)>;
+/// Access models by launch facts and whether the launch lays warps along
+/// `threadIdx.x` (`Shape::lanes_along_x`).
+type Models = Vec<(
+    (Vec<crate::ir::Expr>, bool),
+    std::rc::Rc<crate::ir::access::AccessModel>,
+)>;
 
-/// `k`'s access model with launch facts `facts`, built once: shapes that
-/// differ only in their extents share it, and so does the search under any
-/// launch (no facts).
+/// `k`'s access model with launch facts `facts` under launches of `shape`,
+/// built once: shapes that differ only in their extents share it (unless
+/// one lays warps along `threadIdx.x` and the other may not), and so does
+/// the search under any launch (no facts).
 fn model_for(
     models: &mut Models,
     k: &Kernel,
     facts: &[crate::ir::Expr],
+    shape: &crate::obligation::Shape,
     options: &Options,
 ) -> std::rc::Rc<crate::ir::access::AccessModel> {
-    if let Some((_, m)) = models.iter().find(|(f, _)| f == facts) {
+    let lanes = shape.lanes_along_x(options.lower.warp_size);
+    if let Some((_, m)) = models.iter().find(|((f, l), _)| f == facts && *l == lanes) {
         return m.clone();
     }
     let _s = crate::profile::stage("model");
-    let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts));
-    models.push((facts.to_vec(), m.clone()));
+    let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts, lanes));
+    models.push(((facts.to_vec(), lanes), m.clone()));
     m
 }
 
@@ -1219,8 +1253,8 @@ fn for_any_launch(
     }
     let solving = crate::obligation::smt::work_done();
     for (k, models) in e.kernels.iter().zip(models) {
-        let model = model_for(models, k, &[], options);
         let mut mopts = memory_options(k, options);
+        let model = model_for(models, k, &[], &mopts.shape, options);
         mopts.settle = true;
         mopts.max_alarms = 1;
         mopts.deadline = Some(deadline);

@@ -197,7 +197,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             match stage {
                                 cli::Stage::Ir => out(&k.to_string()),
                                 cli::Stage::Accesses => {
-                                    let model = warpdrf::passes::accesses::build(k, opts.lower.warp_size, &[]);
+                                    let model = driver::access_model(k, &opts);
                                     out(&format!("kernel {}{}\n{model}", k.name, instantiation(k)));
                                 }
                                 _ => out(&driver::explain_smt(&db, k, &opts)),

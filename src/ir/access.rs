@@ -98,8 +98,11 @@ pub enum Origin {
     },
     /// A value the front end did not model (an opaque call, uninitialised).
     Input { reason: String },
-    /// The result of a warp or block collective.
-    Collective { name: String },
+    /// The result of a warp or block collective. `operand` is kept for a
+    /// full-warp reduction whose operand every warp computes alike, lane by
+    /// lane (see `passes::accesses`): every warp of the block then gets the
+    /// same result, and the symbol's scope is the block's.
+    Collective { name: String, operand: Option<Term> },
     /// A variable the loop analysis could not express in the iteration count.
     LoopValue { var: String },
     /// How far a barrier counter (a phase) has advanced since its loop was
@@ -142,7 +145,7 @@ impl Symbol {
     pub fn is_input(&self) -> bool {
         match &self.origin {
             Origin::Load { .. } | Origin::Input { .. } => true,
-            Origin::Collective { name } => name != "__activemask",
+            Origin::Collective { name, .. } => name != "__activemask",
             _ => false,
         }
     }
@@ -268,6 +271,39 @@ pub struct AccessModel {
 impl AccessModel {
     pub fn symbol(&self, id: SymbolId) -> &Symbol {
         &self.symbols[id.index()]
+    }
+
+    /// The collective results held uniform over the block because their
+    /// operand is a function of the lane ([`Origin::Collective`]; only in
+    /// a model built for launches with warps along `threadIdx.x`).
+    pub fn lane_reductions(&self) -> impl Iterator<Item = &Symbol> {
+        self.symbols
+            .iter()
+            .filter(|s| matches!(&s.origin, Origin::Collective { operand: Some(_), .. }))
+    }
+
+    /// Whether a lane reduction's operand reads memory that some statement
+    /// writes. Threads that load one address between the same barriers see
+    /// one value unless a write races with the loads, so its uniformity
+    /// holds where the memory condition does.
+    pub fn lane_reductions_read_written(&self) -> bool {
+        fn reads(model: &AccessModel, t: &Term, seen: &mut std::collections::HashSet<u32>) -> bool {
+            if !seen.insert(t.id) {
+                return false;
+            }
+            if let TermKind::Symbol(s) = &t.kind {
+                if let Origin::Load { object, offset, width } = &model.symbol(*s).origin {
+                    let written = !model.read_only.get(object.index()).copied().unwrap_or(false);
+                    return written || reads(model, offset, seen) || reads(model, width, seen);
+                }
+            }
+            t.children().into_iter().any(|c| reads(model, c, seen))
+        }
+        let mut seen = std::collections::HashSet::new();
+        self.lane_reductions().any(|s| match &s.origin {
+            Origin::Collective { operand: Some(x), .. } => reads(self, x, &mut seen),
+            _ => false,
+        })
     }
 
     /// The uniformity lattice: the widest scope whose threads surely compute

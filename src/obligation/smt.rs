@@ -362,6 +362,18 @@ impl Shape {
             None => u64::from(self.block_known[d].unwrap_or(self.block_multiple[d]).max(1)),
         })
     }
+
+    /// Whether every thread's lane is `threadIdx.x % warp_size`: the rows
+    /// are whole warps, or the block surely has one row and one plane
+    /// (`blockDim.y == blockDim.z == 1`, known or taken as such because the
+    /// kernel never reads them). Warps are runs of consecutive linear ids.
+    pub fn lanes_along_x(&self, warp_size: u32) -> bool {
+        let one_row = (1..3).all(|d| match self.block_dim {
+            Some(b) => b[d] == 1,
+            None => self.unit_block[d] || self.block_known[d] == Some(1),
+        });
+        one_row || self.block_multiples()[0].is_multiple_of(u64::from(warp_size.max(1)))
+    }
 }
 
 /// Block extents allowed per dimension by CUDA.
@@ -3312,7 +3324,7 @@ impl<'a> Encoder<'a> {
                         Origin::Load { object, .. } => {
                             format!("a load from `{}`", self.kernel.objects[object.index()].name)
                         }
-                        Origin::Collective { name } => format!("the result of `{name}`"),
+                        Origin::Collective { name, .. } => format!("the result of `{name}`"),
                         Origin::Input { reason } => format!("a value not modelled ({reason})"),
                         _ => info.name.clone(),
                     };

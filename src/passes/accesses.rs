@@ -69,9 +69,13 @@ struct State {
 
 /// Builds the access model of one kernel instantiation; `facts` (over
 /// parameters and launch dimensions) hold for the launch checked.
-pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr]) -> AccessModel {
+/// `lanes_along_x`: the launch's warps are runs of `threadIdx.x` (the lane
+/// is `threadIdx.x % warp_size`; see `Shape::lanes_along_x`), which lane
+/// reductions need (see `Exec::lane_determined`).
+pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: bool) -> AccessModel {
     let mut exec = Exec {
         kernel,
+        lanes_along_x,
         model: AccessModel {
             terms: Terms::new(),
             symbols: Vec::new(),
@@ -126,6 +130,8 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr]) -> AccessModel {
 
 struct Exec<'k> {
     kernel: &'k Kernel,
+    /// The launch lays warps along `threadIdx.x` (see [`build`]).
+    lanes_along_x: bool,
     model: AccessModel,
     /// Counters of the loops being executed, outermost first.
     loops: Vec<SymbolId>,
@@ -301,7 +307,10 @@ impl<'k> Exec<'k> {
                     self.bump(st, which);
                 }
                 if let Some((_, var)) = &b.predicate {
-                    let origin = Origin::Collective { name: b.name.clone() };
+                    let origin = Origin::Collective {
+                        name: b.name.clone(),
+                        operand: None,
+                    };
                     self.bind_fresh(st, *var, Scope::Block, origin, s.span);
                 }
             }
@@ -448,6 +457,60 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Whether every warp of the block computes `t` alike, lane by lane: `t`
+    /// reads only values the block shares, the lane (`threadIdx.x % d`, `d`
+    /// dividing the warp size: the lane where warps run along `x`, as
+    /// `lanes_along_x` says of the launch) and loads from such
+    /// addresses in the loop iterations of here (threads that load one
+    /// address between the same barriers see one value unless they race:
+    /// `AccessModel::lane_reductions_read_written`).
+    fn lane_determined(&self, t: &Term, memo: &mut HashMap<u32, bool>) -> bool {
+        if let Some(&v) = memo.get(&t.id) {
+            return v;
+        }
+        let w = self.model.warp_size as i128;
+        let lane_of = |a: &Term, d: Option<i128>| {
+            let mut a = a;
+            while let TermKind::Cast(inner) = &a.kind {
+                if !inner.ty.is_int() {
+                    return false;
+                }
+                a = inner;
+            }
+            matches!(a.kind, TermKind::Builtin(Builtin::ThreadIdx(crate::ir::Dim::X)))
+                && d.is_some_and(|d| d > 0 && w % d == 0)
+        };
+        let v = matches!(
+            self.scope_of(t, &HashMap::new(), &self.loops),
+            Scope::Block | Scope::Grid
+        ) || match &t.kind {
+            TermKind::Binary(BinOp::Rem, ty, a, b) if ty.is_int() => lane_of(a, b.as_int()),
+            TermKind::Binary(BinOp::BitAnd, ty, a, b) if ty.is_int() => {
+                let mask = |m: &Term| {
+                    m.as_int()
+                        .filter(|m| *m >= 0)
+                        .map(|m| m + 1)
+                        .filter(|d| d & (d - 1) == 0)
+                };
+                lane_of(a, mask(b)) || lane_of(b, mask(a))
+            }
+            TermKind::Symbol(s) => {
+                let info = self.model.symbol(*s);
+                match &info.origin {
+                    Origin::Load { offset, width, .. } => {
+                        info.deps.iter().all(|d| self.loops.contains(d))
+                            && self.lane_determined(offset, memo)
+                            && self.lane_determined(width, memo)
+                    }
+                    _ => false,
+                }
+            }
+            _ => !t.children().is_empty() && t.children().into_iter().all(|c| self.lane_determined(c, memo)),
+        };
+        memo.insert(t.id, v);
+        v
+    }
+
     /// Whether every lane of a warp sees the same value of `t`.
     fn warp_uniform(&self, t: &Term) -> bool {
         !matches!(self.scope_of(t, &HashMap::new(), &self.loops), Scope::Thread)
@@ -528,9 +591,40 @@ impl<'k> Exec<'k> {
                 self.bump(st, WARP);
             }
         }
+        // A full-warp reduction of an operand that every warp computes alike,
+        // lane by lane, gives every warp the same result: the block's
+        // reduction through shared memory (each warp reads back the slots
+        // `s[lane]` the warps wrote, and reduces them again).
+        let reduction = matches!(
+            p.kind,
+            PrimKind::Ballot | PrimKind::Any | PrimKind::All | PrimKind::Uni | PrimKind::Reduce(_) | PrimKind::MatchAll
+        );
+        let w = self.model.warp_size as i128;
+        let full_mask = match &p.mask {
+            None => true,
+            Some(m) => {
+                let m = self.eval(st, m);
+                m.as_int().is_some_and(|v| v.rem_euclid(1i128 << w) == (1i128 << w) - 1)
+            }
+        };
+        let operand = match p.args.first() {
+            Some(a) if self.lanes_along_x && uniform && reduction && full_mask => {
+                let x = self.eval(st, a);
+                self.lane_determined(&x, &mut HashMap::new()).then_some(x)
+            }
+            _ => None,
+        };
         for &var in &p.results {
-            let scope = if uniform { Scope::Warp } else { Scope::Thread };
-            self.bind_fresh(st, var, scope, Origin::Collective { name: p.kind.name() }, s.span);
+            let scope = match (&operand, uniform) {
+                (Some(_), _) => Scope::Block,
+                (None, true) => Scope::Warp,
+                (None, false) => Scope::Thread,
+            };
+            let origin = Origin::Collective {
+                name: p.kind.name(),
+                operand: operand.clone(),
+            };
+            self.bind_fresh(st, var, scope, origin, s.span);
         }
     }
 
@@ -1353,7 +1447,7 @@ mod tests {
 
     #[test]
     fn a_continue_in_a_range_for_goes_on_after_the_loop() {
-        let model = build(&kernel(RANGE_FOR), 32, &[]);
+        let model = build(&kernel(RANGE_FOR), 32, &[], true);
         assert!(model.unknowns.is_empty(), "{:?}", model.unknowns);
         // in[tid], buf[tid] written, then buf read and out written after the loop.
         assert_eq!(model.records.len(), 4, "{model}");
@@ -1384,7 +1478,7 @@ mod tests {
     fn threads_that_jump_to_a_label_nothing_gathers_make_the_model_unknown() {
         let mut k = kernel(RANGE_FOR);
         retarget(&mut k.body, LabelId(u32::MAX));
-        let model = build(&k, 32, &[]);
+        let model = build(&k, 32, &[], true);
         assert_eq!(model.unknowns.len(), 1, "{model}");
     }
 }
