@@ -365,12 +365,13 @@ impl Shape {
 
     /// Whether every thread's lane is `threadIdx.x % warp_size`: the rows
     /// are whole warps, or the block surely has one row and one plane
-    /// (`blockDim.y == blockDim.z == 1`, known or taken as such because the
-    /// kernel never reads them). Warps are runs of consecutive linear ids.
+    /// (`blockDim.y == blockDim.z == 1`, known, or else taken as such
+    /// because the kernel never reads them). Warps are runs of consecutive
+    /// linear ids.
     pub fn lanes_along_x(&self, warp_size: u32) -> bool {
         let one_row = (1..3).all(|d| match self.block_dim {
             Some(b) => b[d] == 1,
-            None => self.unit_block[d] || self.block_known[d] == Some(1),
+            None => self.block_known[d].map_or(self.unit_block[d], |v| v == 1),
         });
         one_row || self.block_multiples()[0].is_multiple_of(u64::from(warp_size.max(1)))
     }

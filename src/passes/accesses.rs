@@ -469,30 +469,24 @@ impl<'k> Exec<'k> {
             return v;
         }
         let w = self.model.warp_size as i128;
-        let lane_of = |a: &Term, d: Option<i128>| {
-            let mut a = a;
-            while let TermKind::Cast(inner) = &a.kind {
-                if !inner.ty.is_int() {
-                    return false;
-                }
-                a = inner;
-            }
-            matches!(a.kind, TermKind::Builtin(Builtin::ThreadIdx(crate::ir::Dim::X)))
-                && d.is_some_and(|d| d > 0 && w % d == 0)
-        };
+        let divides = |d: Option<i128>| d.filter(|d| *d > 0 && w % d == 0);
         let v = matches!(
             self.scope_of(t, &HashMap::new(), &self.loops),
             Scope::Block | Scope::Grid
         ) || match &t.kind {
-            TermKind::Binary(BinOp::Rem, ty, a, b) if ty.is_int() => lane_of(a, b.as_int()),
+            TermKind::Binary(BinOp::Rem, ty, a, b) if ty.is_int() => {
+                divides(b.as_int()).is_some() && self.lane_index(a, matches!(ty, ScalarTy::Int { signed: true, .. }))
+            }
             TermKind::Binary(BinOp::BitAnd, ty, a, b) if ty.is_int() => {
                 let mask = |m: &Term| {
-                    m.as_int()
-                        .filter(|m| *m >= 0)
-                        .map(|m| m + 1)
-                        .filter(|d| d & (d - 1) == 0)
+                    divides(
+                        m.as_int()
+                            .filter(|m| *m >= 0)
+                            .map(|m| m + 1)
+                            .filter(|d| d & (d - 1) == 0),
+                    )
                 };
-                lane_of(a, mask(b)) || lane_of(b, mask(a))
+                mask(b).is_some() && self.lane_index(a, false) || mask(a).is_some() && self.lane_index(b, false)
             }
             TermKind::Symbol(s) => {
                 let info = self.model.symbol(*s);
@@ -509,6 +503,93 @@ impl<'k> Exec<'k> {
         };
         memo.insert(t.id, v);
         v
+    }
+
+    /// Whether `t` modulo a divisor of the warp size (a power of two) is a function of
+    /// the lane and of values the block shares, where warps run along
+    /// `threadIdx.x` (rows of a multiple of the warp size, or one row): its
+    /// summands are multiples of `threadIdx.x`, multiples of `blockDim.x`
+    /// by a factor that is 0 in a one-row block (`threadIdx.y *
+    /// blockDim.x`), and values the block shares. Under a signed `%`
+    /// (`signed`), whose result follows the dividend's sign, only when
+    /// every summand is added and never negative.
+    fn lane_index(&self, t: &Term, signed: bool) -> bool {
+        fn strip(t: &Term) -> &Term {
+            match &t.kind {
+                TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => strip(a),
+                _ => t,
+            }
+        }
+        fn summands<'a>(t: &'a Term, positive: bool, out: &mut Vec<(&'a Term, bool)>) {
+            match &strip(t).kind {
+                TermKind::Binary(BinOp::Add, ty, a, b) if ty.is_int() => {
+                    summands(a, positive, out);
+                    summands(b, positive, out);
+                }
+                TermKind::Binary(BinOp::Sub, ty, a, b) if ty.is_int() => {
+                    summands(a, positive, out);
+                    summands(b, !positive, out);
+                }
+                _ => out.push((strip(t), positive)),
+            }
+        }
+        fn factors<'a>(t: &'a Term, out: &mut Vec<&'a Term>) {
+            match &strip(t).kind {
+                TermKind::Binary(BinOp::Mul, ty, a, b) if ty.is_int() => {
+                    factors(a, out);
+                    factors(b, out);
+                }
+                _ => out.push(strip(t)),
+            }
+        }
+        let is = |t: &Term, b: Builtin| matches!(strip(t).kind, TermKind::Builtin(x) if x == b);
+        // 0 in a block of one row and one plane.
+        fn vanishes(t: &Term) -> bool {
+            let mut fs = Vec::new();
+            factors(t, &mut fs);
+            if fs.iter().any(|f| {
+                matches!(
+                    f.kind,
+                    TermKind::Builtin(Builtin::ThreadIdx(crate::ir::Dim::Y | crate::ir::Dim::Z))
+                )
+            }) {
+                return true;
+            }
+            let mut ss = Vec::new();
+            summands(t, true, &mut ss);
+            ss.len() > 1 && ss.iter().all(|(s, _)| vanishes(s))
+        }
+        fn never_negative(t: &Term) -> bool {
+            match &strip(t).kind {
+                TermKind::Int(v) => *v >= 0,
+                TermKind::Builtin(_) => true,
+                TermKind::Binary(BinOp::Add | BinOp::Mul, ty, a, b) if ty.is_int() => {
+                    never_negative(a) && never_negative(b)
+                }
+                _ => false,
+            }
+        }
+        let mut terms = Vec::new();
+        summands(t, true, &mut terms);
+        terms.iter().all(|&(s, positive)| {
+            let mut fs = Vec::new();
+            factors(s, &mut fs);
+            let ok_sign = !signed || positive && never_negative(s);
+            let lane = fs
+                .iter()
+                .filter(|f| is(f, Builtin::ThreadIdx(crate::ir::Dim::X)))
+                .count()
+                == 1
+                && fs
+                    .iter()
+                    .all(|f| is(f, Builtin::ThreadIdx(crate::ir::Dim::X)) || f.as_int().is_some());
+            let row = fs.iter().any(|f| is(f, Builtin::BlockDim(crate::ir::Dim::X))) && fs.iter().any(|f| vanishes(f));
+            let shared = matches!(
+                self.scope_of(s, &HashMap::new(), &self.loops),
+                Scope::Block | Scope::Grid
+            );
+            (lane || row || shared) && ok_sign
+        })
     }
 
     /// Whether every lane of a warp sees the same value of `t`.
