@@ -164,9 +164,9 @@ impl Clock {
 /// `Encoder::degenerate`): a linear query, cheap when it has a model.
 const DEGENERATE_WORK: Work = 600_000;
 
-/// The most one try of degenerate parameters may spend: up to three pin
-/// sets (`Encoder::degenerate_pins`), each a search in a context of its
-/// own and the pinned refinement here.
+/// The most one try of degenerate parameters may spend: three pin sets
+/// (`Encoder::degenerate_pins`), each a search in a context of its own and
+/// the pinned refinement here; no set starts past it.
 const DEGENERATE_TRY_WORK: Work = 3 * 2 * DEGENERATE_WORK;
 
 /// The work limit that `ms` milliseconds nominally stand for.
@@ -2113,7 +2113,8 @@ impl<'a> Encoder<'a> {
     /// The pin sets of degenerate parameters (see [`Self::solve`]): the
     /// parameters in nonlinear positions, strides and shift amounts 0 and
     /// the others 1 (a magic-number division by 1 is a multiplier of 1 and
-    /// a shift of 0), then strides not 0, then all 1. None unless they make
+    /// a shift of 0), then strides not 0, then all 1, then the first set
+    /// with one parameter left free, for each. None unless they make
     /// at least half of the abstract products and divisions linear (a query
     /// whose nonlinearity is in launch dimensions gains nothing from them).
     fn degenerate_pins(&self) -> Vec<Vec<(Int, i128)>> {
@@ -2152,6 +2153,20 @@ impl<'a> Encoder<'a> {
             tried.push(values);
             if !pins.is_empty() {
                 sets.push(pins);
+            }
+        }
+        // Pinning them all can contradict the launch's facts (`C / H == 64`
+        // with both pinned to 1): then each left free in turn, which the
+        // facts may determine (`H = 1` gives `C = 64`).
+        if let Some(first) = sets.first().cloned().filter(|f| f.len() > 1) {
+            for free in &first {
+                sets.push(
+                    first
+                        .iter()
+                        .filter(|(v, _)| ast_id(v) != ast_id(&free.0))
+                        .cloned()
+                        .collect(),
+                );
             }
         }
         sets
@@ -2200,7 +2215,13 @@ impl<'a> Encoder<'a> {
         }
         self.degenerate_tries += 1;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        let started = work_done();
         for pins in self.degenerate_pins() {
+            // The sets after the first three run on what those left (pin
+            // sets that contradict the facts fail in a few thousand units).
+            if work_done() - started >= DEGENERATE_TRY_WORK {
+                break;
+            }
             let Some(values) = self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) else {
                 continue;
             };
