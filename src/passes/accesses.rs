@@ -491,8 +491,15 @@ impl<'k> Exec<'k> {
             TermKind::Symbol(s) => {
                 let info = self.model.symbol(*s);
                 match &info.origin {
-                    Origin::Load { offset, width, .. } => {
+                    // Not an atomic's result: atomics on one address return
+                    // different values without racing.
+                    Origin::Load { object, offset, width } => {
                         info.deps.iter().all(|d| self.loops.contains(d))
+                            && !self
+                                .model
+                                .records
+                                .iter()
+                                .any(|r| r.object == *object && matches!(r.kind, crate::ir::AccessKind::Atomic(_)))
                             && self.lane_determined(offset, memo)
                             && self.lane_determined(width, memo)
                     }
