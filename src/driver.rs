@@ -1057,20 +1057,35 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // A lane reduction whose operand reads written memory is uniform over
     // the block only where loads of one address between the same barriers
     // agree, which the memory condition decides: participation proved with
-    // it holds only with memory.
-    if participation == Verdict::Pass
-        && memory != Verdict::Pass
-        && jobs
-            .iter()
-            .any(|j| j.model.as_ref().is_some_and(|m| m.lane_reductions_read_written()))
-    {
-        participation = Verdict::Unknown;
-        unknowns.push(UnknownItem {
-            reason: "a warp reduction of values read from memory was taken as the same in every warp, which \
-                     holds when the loads do not race with a write; the memory condition did not prove that"
-                .into(),
-            span: e.span,
-        });
+    // it holds only with memory. Otherwise those jobs are checked again
+    // without lane reductions, for an alarm.
+    let leaning: Vec<usize> = (0..jobs.len())
+        .filter(|&i| jobs[i].model.as_ref().is_some_and(|m| m.lane_reductions_read_written()))
+        .collect();
+    if participation == Verdict::Pass && memory != Verdict::Pass && !leaning.is_empty() {
+        for &i in &leaning {
+            let (k, job) = (&e.kernels[jobs[i].instantiation], &jobs[i]);
+            let model = crate::passes::accesses::build(k, options.lower.warp_size, &job.facts, false);
+            let mut mopts = job.mopts.clone();
+            mopts.budget = budget.saturating_sub(spent());
+            mopts.deadline = Some(deadline);
+            let _s = crate::profile::stage("participation");
+            let part = crate::obligation::participation::check_participation(k, &model, &mopts);
+            if part.verdict == Verdict::Alarm {
+                participation = Verdict::Alarm;
+                alarms.extend(part.alarms);
+                break;
+            }
+        }
+        if participation != Verdict::Alarm {
+            participation = Verdict::Unknown;
+            unknowns.push(UnknownItem {
+                reason: "a warp reduction of values read from memory was taken as the same in every warp, which \
+                         holds when the loads do not race with a write; the memory condition did not prove that"
+                    .into(),
+                span: e.span,
+            });
+        }
     }
     // A pass covers only the instantiations checked.
     if (memory == Verdict::Pass || participation == Verdict::Pass)
