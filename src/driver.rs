@@ -1058,7 +1058,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // the block only where loads of one address between the same barriers
     // agree, which the memory condition decides: participation proved with
     // it holds only with memory. Otherwise those jobs are checked again
-    // without lane reductions, for an alarm.
+    // without lane reductions, and that decides.
     let leaning: Vec<usize> = (0..jobs.len())
         .filter(|&i| jobs[i].model.as_ref().is_some_and(|m| m.lane_reductions_read_written()))
         .collect();
@@ -1071,17 +1071,22 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             mopts.deadline = Some(deadline);
             let _s = crate::profile::stage("participation");
             let part = crate::obligation::participation::check_participation(k, &model, &mopts);
-            if part.verdict == Verdict::Alarm {
-                participation = Verdict::Alarm;
-                alarms.extend(part.alarms);
+            participation = join(participation, part.verdict);
+            alarms.extend(part.alarms);
+            for u in part.unknowns {
+                if !unknowns.contains(&u) {
+                    unknowns.push(u);
+                }
+            }
+            if participation == Verdict::Alarm {
                 break;
             }
         }
-        if participation != Verdict::Alarm {
-            participation = Verdict::Unknown;
+        if participation == Verdict::Unknown {
             unknowns.push(UnknownItem {
                 reason: "a warp reduction of values read from memory was taken as the same in every warp, which \
-                         holds when the loads do not race with a write; the memory condition did not prove that"
+                         holds when the loads do not race with a write; the memory condition did not prove that, \
+                         and participation is not proved without it"
                     .into(),
                 span: e.span,
             });

@@ -76,6 +76,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: boo
     let mut exec = Exec {
         kernel,
         lanes_along_x,
+        exchanges: HashMap::new(),
         model: AccessModel {
             terms: Terms::new(),
             symbols: Vec::new(),
@@ -132,6 +133,10 @@ struct Exec<'k> {
     kernel: &'k Kernel,
     /// The launch lays warps along `threadIdx.x` (see [`build`]).
     lanes_along_x: bool,
+    /// The value and lane mask of each full-warp `__shfl_xor_sync` result
+    /// (by symbol): a loop of them may be a warp's all-reduction
+    /// (`Exec::all_reduction`).
+    exchanges: HashMap<SymbolId, (Term, Term)>,
     model: AccessModel,
     /// Counters of the loops being executed, outermost first.
     loops: Vec<SymbolId>,
@@ -714,6 +719,79 @@ impl<'k> Exec<'k> {
             };
             self.bind_fresh(st, var, scope, origin, s.span);
         }
+        if p.kind == PrimKind::Shuffle(ShuffleKind::Xor) && full && full_mask && !p.block_scope {
+            if let ([value, lanes, ..], [var]) = (p.args.as_slice(), p.results.as_slice()) {
+                let (value, lanes) = (self.eval(st, value), self.eval(st, lanes));
+                if let Some(TermKind::Symbol(id)) = st.vars[var.index()].as_ref().map(|t| &t.kind) {
+                    self.exchanges.insert(*id, (value, lanes));
+                }
+            }
+        }
+    }
+
+    /// Whether a loop-carried value is a warp's all-reduction by exchange:
+    /// its iteration computes `x OP __shfl_xor_sync(full, x, o)` (`end`,
+    /// over `x`'s placeholder `ph`), `OP` commutative, and the loop's `n`
+    /// iterations take `o` through every power of two below the warp size
+    /// once. Every lane then combines the same pairs in the same order, so
+    /// all end with the same value, bit for bit even in floating point
+    /// (`a + b == b + a`).
+    fn all_reduction(
+        &mut self,
+        end: &Term,
+        ph: SymbolId,
+        n: i128,
+        closed: &HashMap<SymbolId, Term>,
+        k: SymbolId,
+    ) -> bool {
+        let w = self.model.warp_size as i128;
+        if n <= 0 || n >= 16 || (1i128 << n) != w {
+            return false;
+        }
+        let TermKind::Binary(op, _, a, b) = &end.kind else {
+            return false;
+        };
+        if !matches!(
+            op,
+            BinOp::Add
+                | BinOp::Mul
+                | BinOp::BitAnd
+                | BinOp::BitOr
+                | BinOp::BitXor
+                | BinOp::And
+                | BinOp::Or
+                | BinOp::Min
+                | BinOp::Max
+        ) {
+            return false;
+        }
+        let is_ph = |t: &Term| matches!(t.kind, TermKind::Symbol(s) if s == ph);
+        let exchanged = |t: &Term| match t.kind {
+            TermKind::Symbol(s) => self.exchanges.get(&s).cloned(),
+            _ => None,
+        };
+        let found = match (is_ph(a), is_ph(b)) {
+            (true, false) => exchanged(b),
+            (false, true) => exchanged(a),
+            _ => None,
+        };
+        let Some((value, lanes)) = found else {
+            return false;
+        };
+        if !is_ph(&value) {
+            return false;
+        }
+        let lanes = self.model.terms.substitute(&lanes, closed, &mut HashMap::new());
+        let mut seen: Vec<i128> = Vec::new();
+        for i in 0..n {
+            let at = HashMap::from([(k, self.model.terms.int(i, COUNTER_TY))]);
+            let o = self.model.terms.substitute(&lanes, &at, &mut HashMap::new());
+            match o.as_int() {
+                Some(v) if v > 0 && v < w && v & (v - 1) == 0 && !seen.contains(&v) => seen.push(v),
+                _ => return false,
+            }
+        }
+        true
     }
 
     /// Joins the states after `if (c)`: `a` ran under `c`, `b` under `!c`.
@@ -890,6 +968,9 @@ impl<'k> Exec<'k> {
         let mut trip: Option<i128> = None;
         // The fresh symbol each of them got.
         let mut fresh_symbols: HashMap<usize, SymbolId> = HashMap::new();
+        // The fresh values that are warp all-reductions (`all_reduction`),
+        // with the reduced value where every warp reduces the same one.
+        let mut butterflies: HashMap<usize, Option<Term>> = HashMap::new();
         if st.pc.is_false() {
             // No iteration reaches the next: only iteration 0 runs.
             for &slot in &slots {
@@ -944,6 +1025,21 @@ impl<'k> Exec<'k> {
                     }
                 }
                 fresh_slots = left;
+                // Warp all-reductions by exchange, and how widely their
+                // results are shared: by the block where every warp
+                // reduces the same values lane by lane.
+                for &slot in &fresh_slots {
+                    if slot >= self.kernel.vars.len() {
+                        continue;
+                    }
+                    let ph = placeholders[&slot];
+                    let end = st.vars[slot].clone().expect("assigned in the loop");
+                    if self.all_reduction(&end, ph, n, &closed, k_id) {
+                        let start = entry[&slot].clone();
+                        let block = self.lanes_along_x && self.lane_determined(&start, &mut HashMap::new());
+                        butterflies.insert(slot, block.then_some(start));
+                    }
+                }
             }
             // Scopes: closed forms are what they are (k is shared by the
             // threads compared at one iteration); a fresh value is as uniform
@@ -1109,7 +1205,12 @@ impl<'k> Exec<'k> {
             // the value and the exit iteration are.
             for &slot in &fresh_slots {
                 let ph = placeholders[&slot];
-                let sc = assumed[&ph].finest(n_scope);
+                let reduced = butterflies.get(&slot);
+                let sc = match reduced {
+                    Some(Some(_)) => Scope::Block.finest(n_scope),
+                    Some(None) => Scope::Warp.finest(n_scope),
+                    None => assumed[&ph].finest(n_scope),
+                };
                 if sc == Scope::Thread {
                     continue;
                 }
@@ -1117,11 +1218,15 @@ impl<'k> Exec<'k> {
                     continue;
                 };
                 let name = self.slot_name(slot);
-                let origin = match &self.model.symbol(f).origin {
-                    Origin::Progress { .. } => Origin::Progress {
+                let origin = match (&self.model.symbol(f).origin, reduced) {
+                    (Origin::Progress { .. }, _) => Origin::Progress {
                         var: name.clone(),
                         advance: None,
                         exit_of: Some(f),
+                    },
+                    (_, Some(operand)) => Origin::Collective {
+                        name: "__shfl_xor_sync".into(),
+                        operand: operand.clone(),
                     },
                     _ => Origin::LoopValue { var: name.clone() },
                 };
@@ -1499,6 +1604,9 @@ impl<'k> Exec<'k> {
                 Origin::Progress {
                     advance: Some(advance), ..
                 } => *advance = t.substitute(advance, map, memo),
+                Origin::Collective {
+                    operand: Some(operand), ..
+                } => *operand = t.substitute(operand, map, memo),
                 _ => {}
             }
         }
