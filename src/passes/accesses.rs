@@ -748,21 +748,17 @@ impl<'k> Exec<'k> {
         if n <= 0 || n >= 16 || (1i128 << n) != w {
             return false;
         }
-        let TermKind::Binary(op, _, a, b) = &end.kind else {
+        let TermKind::Binary(op, ty, a, b) = &end.kind else {
             return false;
         };
-        if !matches!(
-            op,
-            BinOp::Add
-                | BinOp::Mul
-                | BinOp::BitAnd
-                | BinOp::BitOr
-                | BinOp::BitXor
-                | BinOp::And
-                | BinOp::Or
-                | BinOp::Min
-                | BinOp::Max
-        ) {
+        // Floating-point min and max may return either zero of `-0` and
+        // `+0` depending on the operands' order: integers only.
+        let commutative = match op {
+            BinOp::Add | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::And | BinOp::Or => true,
+            BinOp::Min | BinOp::Max => ty.is_int(),
+            _ => false,
+        };
+        if !commutative {
             return false;
         }
         let is_ph = |t: &Term| matches!(t.kind, TermKind::Symbol(s) if s == ph);
