@@ -846,6 +846,15 @@ fn memory_options(k: &Kernel, options: &Options) -> MemoryOptions {
     }
 }
 
+/// Appends the items of `items` that `into` does not hold yet.
+fn extend_new<T: PartialEq>(into: &mut Vec<T>, items: impl IntoIterator<Item = T>) {
+    for item in items {
+        if !into.contains(&item) {
+            into.push(item);
+        }
+    }
+}
+
 /// A condition's verdict over several obligations: any alarm, else any unknown.
 fn join(a: Verdict, b: Verdict) -> Verdict {
     match (a, b) {
@@ -1022,11 +1031,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 alarms.push(a);
             }
         }
-        for u in part.unknowns {
-            if !unknowns.contains(&u) {
-                unknowns.push(u);
-            }
-        }
+        extend_new(&mut unknowns, part.unknowns);
     }
     {
         for i in 0..jobs.len() {
@@ -1042,16 +1047,8 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             let result = crate::obligation::check_memory(k, &model, &mopts);
             memory = join(memory, result.verdict);
             alarms.extend(result.alarms);
-            for u in result.unknowns {
-                if !unknowns.contains(&u) {
-                    unknowns.push(u);
-                }
-            }
-            for a in result.assumptions {
-                if !assumptions.contains(&a) {
-                    assumptions.push(a);
-                }
-            }
+            extend_new(&mut unknowns, result.unknowns);
+            extend_new(&mut assumptions, result.assumptions);
         }
     }
     // A lane reduction whose operand reads written memory is uniform over
@@ -1073,11 +1070,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             let part = crate::obligation::participation::check_participation(k, &model, &mopts);
             participation = join(participation, part.verdict);
             alarms.extend(part.alarms);
-            for u in part.unknowns {
-                if !unknowns.contains(&u) {
-                    unknowns.push(u);
-                }
-            }
+            extend_new(&mut unknowns, part.unknowns);
             if participation == Verdict::Alarm {
                 break;
             }

@@ -638,9 +638,14 @@ impl<'k> Exec<'k> {
 
     fn primitive(&mut self, st: &mut State, p: &Primitive, s: &Stmt) {
         let full = self.full_width(st, &p.width);
+        let w = self.model.warp_size;
+        let mask = p.mask.as_ref().map(|m| self.eval(st, m));
+        // Every lane named: no mask, or a constant one with every lane's bit.
+        let all = if w >= 128 { u128::MAX } else { (1u128 << w) - 1 };
+        let full_mask = mask
+            .as_ref()
+            .is_none_or(|m| m.as_int().is_some_and(|v| (v as u128) & all == all));
         if p.kind.is_collective() {
-            let w = self.model.warp_size;
-            let mask = p.mask.as_ref().map(|m| self.eval(st, m));
             // A mask-less collective of a sub-warp width is a tile's: its
             // lanes are the tile.
             let width = p.width.as_ref().map(|e| self.eval(st, e)).and_then(|t| t.as_int());
@@ -654,52 +659,25 @@ impl<'k> Exec<'k> {
             };
             self.sync(st, p.kind.name(), group, mask, s);
         }
+        let reduction = matches!(
+            p.kind,
+            PrimKind::Ballot | PrimKind::Any | PrimKind::All | PrimKind::Uni | PrimKind::Reduce(_) | PrimKind::MatchAll
+        );
         let uniform = match &p.kind {
-            PrimKind::Ballot
-            | PrimKind::Any
-            | PrimKind::All
-            | PrimKind::Uni
-            | PrimKind::Reduce(_)
-            | PrimKind::MatchAll => full && !p.block_scope,
+            _ if reduction => full && !p.block_scope,
             PrimKind::Shuffle(ShuffleKind::Idx) => {
                 let lane = p.args.last().map(|l| self.eval(st, l));
                 full && lane.is_some_and(|l| self.warp_uniform(&l))
             }
             _ => false,
         };
-        if p.kind == PrimKind::SyncWarp && full {
-            let all = if self.model.warp_size >= 128 {
-                u128::MAX
-            } else {
-                (1u128 << self.model.warp_size) - 1
-            };
-            let counts = match &p.mask {
-                None => true,
-                Some(m) => {
-                    let m = self.eval(st, m);
-                    m.as_int().is_some_and(|v| (v as u128) & all == all)
-                }
-            };
-            if counts {
-                self.bump(st, WARP);
-            }
+        if p.kind == PrimKind::SyncWarp && full && full_mask {
+            self.bump(st, WARP);
         }
         // A full-warp reduction of an operand that every warp computes alike,
         // lane by lane, gives every warp the same result: the block's
         // reduction through shared memory (each warp reads back the slots
         // `s[lane]` the warps wrote, and reduces them again).
-        let reduction = matches!(
-            p.kind,
-            PrimKind::Ballot | PrimKind::Any | PrimKind::All | PrimKind::Uni | PrimKind::Reduce(_) | PrimKind::MatchAll
-        );
-        let w = self.model.warp_size as i128;
-        let full_mask = match &p.mask {
-            None => true,
-            Some(m) => {
-                let m = self.eval(st, m);
-                m.as_int().is_some_and(|v| v.rem_euclid(1i128 << w) == (1i128 << w) - 1)
-            }
-        };
         let operand = match p.args.first() {
             Some(a) if self.lanes_along_x && uniform && reduction && full_mask => {
                 let x = self.eval(st, a);
