@@ -5,24 +5,22 @@
 //! The long run is `cargo run --release --example fuzz -- --seconds 600`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 
 use warpdrf::driver::{self, Options};
 use warpdrf::source::SourceDb;
 
-fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "warpdrf-robust-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
+/// Runs the front end on `bytes` written as `name` in a fresh folder, which
+/// is removed afterwards; returns how many kernels.
+fn run_bytes(name: &str, bytes: &[u8]) -> usize {
+    let dir = tempfile::Builder::new()
+        .prefix("warpdrf-robust-")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join(name);
     std::fs::write(&path, bytes).expect("temp file");
-    path
+    front_end(&path)
 }
 
 /// Runs listing, lowering and checking on one file; returns how many kernels.
@@ -53,7 +51,7 @@ fn front_end(path: &Path) -> usize {
 }
 
 fn run_text(text: &str) -> usize {
-    front_end(&scratch("input.cu", text.as_bytes()))
+    run_bytes("input.cu", text.as_bytes())
 }
 
 const KERNEL: &str = r#"
@@ -151,7 +149,7 @@ fn binary_files_are_accepted() {
     let mut bytes: Vec<u8> = (0..=255u8).cycle().take(64 << 10).collect();
     bytes.extend_from_slice(KERNEL.as_bytes());
     bytes.extend((0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
-    front_end(&scratch("binary.cu", &bytes));
+    run_bytes("binary.cu", &bytes);
 }
 
 #[test]
@@ -165,7 +163,7 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
-        front_end(&scratch("random.cu", &bytes));
+        run_bytes("random.cu", &bytes);
     }
 
     #[test]

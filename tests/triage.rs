@@ -3,16 +3,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::warpdrf;
 
-/// A fresh folder of this test's own.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("warpdrf-triage-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch folder");
-    dir
+/// A fresh folder of this test's own, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("warpdrf-triage-{name}-"))
+        .tempdir()
+        .expect("a scratch folder")
 }
 
 /// Each thread reads its neighbour's slot with no barrier after the writes:
@@ -61,7 +61,7 @@ fn statuses(v: &serde_json::Value) -> Vec<String> {
 #[test]
 fn an_unsuppressed_race_fails() {
     let dir = scratch("plain");
-    let (code, v, _) = check(&write(&dir, &racy("", "")), &[]);
+    let (code, v, _) = check(&write(dir.path(), &racy("", "")), &[]);
     assert_eq!(code, 1);
     assert_eq!(statuses(&v), ["memory/shared-race:open"]);
 }
@@ -70,7 +70,7 @@ fn an_unsuppressed_race_fails() {
 fn a_suppression_on_the_line_with_a_reason_accepts_the_race() {
     let dir = scratch("line");
     let file = write(
-        &dir,
+        dir.path(),
         &racy(
             "",
             " // warpdrf-allow(memory/shared-race): the read value is only a hint",
@@ -95,12 +95,15 @@ fn a_suppression_on_the_line_with_a_reason_accepts_the_race() {
 #[test]
 fn a_suppression_above_the_kernel_covers_it_and_a_condition_name_covers_its_codes() {
     let dir = scratch("kernel");
-    let file = write(&dir, &racy("// warpdrf-allow(memory): a deliberate benign race", ""));
+    let file = write(
+        dir.path(),
+        &racy("// warpdrf-allow(memory): a deliberate benign race", ""),
+    );
     let (code, v, _) = check(&file, &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(statuses(&v), ["memory/shared-race:suppressed"]);
     // Another condition's name does not.
-    let file = write(&dir, &racy("// warpdrf-allow(participation): not this one", ""));
+    let file = write(dir.path(), &racy("// warpdrf-allow(participation): not this one", ""));
     let (code, v, _) = check(&file, &[]);
     assert_eq!(code, 1);
     assert_eq!(statuses(&v), ["memory/shared-race:open"]);
@@ -109,7 +112,7 @@ fn a_suppression_above_the_kernel_covers_it_and_a_condition_name_covers_its_code
 #[test]
 fn a_suppression_without_a_reason_is_reported_and_suppresses_nothing() {
     let dir = scratch("reasonless");
-    let file = write(&dir, &racy("", " // warpdrf-allow(memory/shared-race)"));
+    let file = write(dir.path(), &racy("", " // warpdrf-allow(memory/shared-race)"));
     let (code, v, _) = check(&file, &[]);
     assert_eq!(code, 1);
     assert_eq!(statuses(&v), ["memory/shared-race:open"]);
@@ -117,7 +120,7 @@ fn a_suppression_without_a_reason_is_reported_and_suppresses_nothing() {
     let (_, stdout, _) = warpdrf(&["check", "--format", "short", "--block-dim", "128", &file]);
     assert!(stdout.contains("warning[suppression/missing-reason]"), "{stdout}");
     // An unknown code too.
-    let file = write(&dir, &racy("", " // warpdrf-allow(shared-race): typo"));
+    let file = write(dir.path(), &racy("", " // warpdrf-allow(shared-race): typo"));
     let (code, v, _) = check(&file, &[]);
     assert_eq!(code, 1);
     assert_eq!(v["suppression_problems"][0]["kind"], "suppression/unknown-code");
@@ -126,15 +129,18 @@ fn a_suppression_without_a_reason_is_reported_and_suppresses_nothing() {
 #[test]
 fn a_baseline_fails_only_new_findings() {
     let dir = scratch("baseline");
-    let baseline = dir.join("baseline.json").to_string_lossy().into_owned();
-    let file = write(&dir, &racy("", ""));
+    let baseline = dir.path().join("baseline.json").to_string_lossy().into_owned();
+    let file = write(dir.path(), &racy("", ""));
     let (code, _, stderr) = check(&file, &["--write-baseline", &baseline]);
     assert_eq!(code, 0, "{stderr}");
     let (code, v, _) = check(&file, &["--baseline", &baseline]);
     assert_eq!(code, 0);
     assert_eq!(statuses(&v), ["memory/shared-race:baseline"]);
     // Lines moved down keep the fingerprint.
-    let file = write(&dir, &format!("// a comment that moves the kernel\n\n{}", racy("", "")));
+    let file = write(
+        dir.path(),
+        &format!("// a comment that moves the kernel\n\n{}", racy("", "")),
+    );
     let (code, v, _) = check(&file, &["--baseline", &baseline]);
     assert_eq!(code, 0, "{v}");
     // A second race is new: it fails, and the old one does not.
@@ -142,7 +148,7 @@ fn a_baseline_fails_only_new_findings() {
         "    out[blockIdx.x",
         "    s[(threadIdx.x + 2) % 128] = 0.0f;\n    out[blockIdx.x",
     );
-    let file = write(&dir, &text);
+    let file = write(dir.path(), &text);
     let (code, v, _) = check(&file, &["--baseline", &baseline]);
     assert_eq!(code, 1);
     let st = statuses(&v);

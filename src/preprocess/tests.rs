@@ -4,11 +4,11 @@ use super::*;
 fn pp_with(config: PpConfig, src: &str, files: &[(&str, &str)]) -> (SourceDb, Unit) {
     let dir = tempdir();
     for (name, text) in files {
-        let path = dir.join(name);
+        let path = dir.path().join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    let main = dir.join("main.cu");
+    let main = dir.path().join("main.cu");
     std::fs::write(&main, src).unwrap();
     let mut db = SourceDb::new();
     let root = db.load(&main).unwrap();
@@ -17,17 +17,9 @@ fn pp_with(config: PpConfig, src: &str, files: &[(&str, &str)]) -> (SourceDb, Un
     (db, unit)
 }
 
-fn tempdir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "warpdrf-pp-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh folder, removed when dropped.
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("warpdrf-pp-").tempdir().unwrap()
 }
 
 /// Tokens of `text` joined by single spaces: spacing between tokens is not part
@@ -220,12 +212,12 @@ fn include_inside_braces_is_inlined() {
 #[test]
 fn cached_inclusions_are_shared_between_units() {
     let dir = tempdir();
-    std::fs::write(dir.join("h.cuh"), "#pragma once\n#define H 1\nint h;").unwrap();
-    std::fs::write(dir.join("a.cu"), "#include \"h.cuh\"\nint a = H;").unwrap();
-    std::fs::write(dir.join("b.cu"), "#include \"h.cuh\"\nint b = H;").unwrap();
+    std::fs::write(dir.path().join("h.cuh"), "#pragma once\n#define H 1\nint h;").unwrap();
+    std::fs::write(dir.path().join("a.cu"), "#include \"h.cuh\"\nint a = H;").unwrap();
+    std::fs::write(dir.path().join("b.cu"), "#include \"h.cuh\"\nint b = H;").unwrap();
     let mut db = SourceDb::new();
-    let a = db.load(&dir.join("a.cu")).unwrap();
-    let b = db.load(&dir.join("b.cu")).unwrap();
+    let a = db.load(&dir.path().join("a.cu")).unwrap();
+    let b = db.load(&dir.path().join("b.cu")).unwrap();
     let mut session = Session::new(PpConfig::default());
     let ua = session.preprocess(&mut db, a);
     let ub = session.preprocess(&mut db, b);
