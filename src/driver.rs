@@ -4,7 +4,7 @@
 //! end's: every kernel found and how completely it lowered). Only this module
 //! sequences stages; it does no analysis itself.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::ir::{Dim, Kernel, Unknown};
@@ -204,11 +204,11 @@ fn lower_files_streaming(
     };
     let mut session = Session::new(options.pp.clone());
     let mut entries: Vec<KernelEntry> = Vec::new();
-    let mut by_site: HashMap<(FileId, u32), usize> = HashMap::new();
-    let mut determined: HashMap<(FileId, u32), bool> = HashMap::new();
-    let mut kernels_in_file: HashMap<FileId, Vec<(FileId, u32)>> = HashMap::new();
+    let mut by_site: HashMap<(FileId, u32), usize> = HashMap::default();
+    let mut determined: HashMap<(FileId, u32), bool> = HashMap::default();
+    let mut kernels_in_file: HashMap<FileId, Vec<(FileId, u32)>> = HashMap::default();
     let mut diagnostics = Vec::new();
-    let mut included: std::collections::HashSet<FileId> = Default::default();
+    let mut included: crate::hash::HashSet<FileId> = Default::default();
     let mut queue: Vec<FileId> = units;
     let mut next_header = 0;
     let mut i = 0;
@@ -454,7 +454,7 @@ fn lower_files_streaming(
         let kb = (db.name(b.span.file).to_string(), b.span.start);
         ka.cmp(&kb)
     });
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = crate::hash::HashSet::default();
     diagnostics.retain(|d| seen.insert(d.clone()));
     (entries, diagnostics)
 }
@@ -565,7 +565,7 @@ pub fn lower_and_check(
             }
         }
         let _closing = Closing(&pool);
-        let mut sent: std::collections::HashSet<(FileId, u32)> = Default::default();
+        let mut sent: crate::hash::HashSet<(FileId, u32)> = Default::default();
         let mut send = |e: &KernelEntry| {
             let site = (e.span.file, e.span.start);
             if sent.insert(site) {

@@ -4,6 +4,7 @@
 //! `ir` → analyses → `verdict` → `triage` → `report`, sequenced by `driver`.
 pub mod cli;
 pub mod driver;
+pub mod hash;
 pub mod ir;
 pub mod lower;
 pub mod obligation;

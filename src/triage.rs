@@ -16,7 +16,8 @@
 //! check code, the kernel, the file and the text of the lines involved, so
 //! that editing elsewhere in the file keeps it.
 
-use std::collections::{BTreeSet, HashMap};
+use crate::hash::HashMap;
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -297,7 +298,7 @@ impl Baseline {
 /// Applies the suppressions in the sources of `results` and the baseline.
 pub fn triage(db: &SourceDb, results: Vec<KernelResult>, baseline: Option<&Baseline>) -> Report {
     let mut problems = Vec::new();
-    let mut allows: HashMap<FileId, Vec<Allow>> = HashMap::new();
+    let mut allows: HashMap<FileId, Vec<Allow>> = HashMap::default();
     let mut files: Vec<FileId> = Vec::new();
     for r in &results {
         let spans = std::iter::once(r.span)
@@ -322,7 +323,7 @@ pub fn triage(db: &SourceDb, results: Vec<KernelResult>, baseline: Option<&Basel
         .unwrap_or_default();
     // Fingerprints met so far: a repeat gets a counter, so two identical
     // findings are two entries.
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::default();
     let mut unique = |fp: String| {
         let n = seen.entry(fp.clone()).or_insert(0);
         *n += 1;

@@ -259,7 +259,7 @@ pub struct AccessModel {
     /// Conversions (by term id) that never wrap: a loop counter's closed form
     /// converted back to its signed type, where every path through it also
     /// asserts that the value fits (overflow would be undefined).
-    pub no_wrap: std::collections::HashSet<u32>,
+    pub no_wrap: crate::hash::HashSet<u32>,
     /// What the model assumes beyond C semantics (reported with the verdict).
     pub assumed: Vec<String>,
     /// Objects (by index) no statement of the kernel writes: threads that
@@ -287,7 +287,7 @@ impl AccessModel {
     /// one value unless a write races with the loads, so its uniformity
     /// holds where the memory condition does.
     pub fn lane_reductions_read_written(&self) -> bool {
-        fn reads(model: &AccessModel, t: &Term, seen: &mut std::collections::HashSet<u32>) -> bool {
+        fn reads(model: &AccessModel, t: &Term, seen: &mut crate::hash::HashSet<u32>) -> bool {
             if !seen.insert(t.id) {
                 return false;
             }
@@ -299,7 +299,7 @@ impl AccessModel {
             }
             t.children().into_iter().any(|c| reads(model, c, seen))
         }
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = crate::hash::HashSet::default();
         self.lane_reductions().any(|s| match &s.origin {
             Origin::Collective { operand: Some(x), .. } => reads(self, x, &mut seen),
             _ => false,
@@ -311,7 +311,7 @@ impl AccessModel {
     /// `assumed` gives scopes of symbols still being decided (loop
     /// placeholders); counters in `deps` are shared by the threads compared;
     /// a symbol that depends on other counters is per thread.
-    pub fn scope_of(&self, t: &Term, assumed: &std::collections::HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
+    pub fn scope_of(&self, t: &Term, assumed: &crate::hash::HashMap<SymbolId, Scope>, deps: &[SymbolId]) -> Scope {
         self.scope_with(t, assumed, deps, NO_SHARED_INDEX)
     }
 
@@ -321,17 +321,17 @@ impl AccessModel {
     pub fn scope_with(
         &self,
         t: &Term,
-        assumed: &std::collections::HashMap<SymbolId, Scope>,
+        assumed: &crate::hash::HashMap<SymbolId, Scope>,
         deps: &[SymbolId],
         shared: [bool; 3],
     ) -> Scope {
         fn go(
             model: &AccessModel,
             t: &Term,
-            assumed: &std::collections::HashMap<SymbolId, Scope>,
+            assumed: &crate::hash::HashMap<SymbolId, Scope>,
             deps: &[SymbolId],
             shared: [bool; 3],
-            seen: &mut std::collections::HashSet<u32>,
+            seen: &mut crate::hash::HashSet<u32>,
             acc: &mut Scope,
         ) {
             if *acc == Scope::Thread || !seen.insert(t.id) {
@@ -358,7 +358,7 @@ impl AccessModel {
         t: &Term,
         deps: &[SymbolId],
         shared: [bool; 3],
-        memo: &mut std::collections::HashMap<u32, Scope>,
+        memo: &mut crate::hash::HashMap<u32, Scope>,
     ) -> Scope {
         if let Some(s) = memo.get(&t.id) {
             return *s;
@@ -379,7 +379,7 @@ impl AccessModel {
     fn leaf_scope(
         &self,
         t: &Term,
-        assumed: &std::collections::HashMap<SymbolId, Scope>,
+        assumed: &crate::hash::HashMap<SymbolId, Scope>,
         deps: &[SymbolId],
         shared: [bool; 3],
     ) -> Option<Scope> {
@@ -471,7 +471,7 @@ impl fmt::Display for AccessModel {
         }
         // The uniformity stage: each collective's reach condition and the
         // scope the lattice proves it uniform at.
-        let none = std::collections::HashMap::new();
+        let none = crate::hash::HashMap::default();
         for (i, r) in self.syncs.iter().enumerate() {
             let mask = r.mask.as_ref().map_or("-".to_string(), |m| self.show(m).to_string());
             writeln!(f, "  sync #{i} {} ({:?}) mask {mask}", r.name, r.group)?;

@@ -16,7 +16,7 @@
 //! for expressions), so phases and offsets that are constant come out as
 //! constants and cheap pruning can see them.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -41,6 +41,9 @@ pub struct TermNode {
     pub id: u32,
     pub ty: ScalarTy,
     pub kind: TermKind,
+    /// One past the largest model symbol in the term (0: none): a
+    /// substitution of later symbols only leaves it as it is.
+    pub top: u32,
 }
 
 impl PartialEq for TermNode {
@@ -148,10 +151,20 @@ impl Terms {
         self.table
             .entry(key)
             .or_insert_with(|| {
+                let kind = kind();
+                let top = match &kind {
+                    TermKind::Symbol(s) => s.0 + 1,
+                    TermKind::Unary(_, a) | TermKind::Cast(a) => a.top,
+                    TermKind::Binary(_, _, a, b) => a.top.max(b.top),
+                    TermKind::Select(c, a, b) => c.top.max(a.top).max(b.top),
+                    TermKind::Opaque(_, args) => args.iter().map(|a| a.top).max().unwrap_or(0),
+                    _ => 0,
+                };
                 Rc::new(TermNode {
                     id: next,
                     ty,
-                    kind: kind(),
+                    kind,
+                    top,
                 })
             })
             .clone()
@@ -499,7 +512,21 @@ impl Terms {
 
     /// Rebuilds `t` with the leaves `map` names replaced (memoized per node id).
     pub fn substitute(&mut self, t: &Term, map: &HashMap<SymbolId, Term>, memo: &mut HashMap<u32, Term>) -> Term {
-        if map.is_empty() {
+        let Some(lowest) = map.keys().min() else {
+            return t.clone();
+        };
+        self.substitute_from(t, lowest.0, map, memo)
+    }
+
+    /// [`Self::substitute`], where no key of `map` is below `lowest`.
+    fn substitute_from(
+        &mut self,
+        t: &Term,
+        lowest: u32,
+        map: &HashMap<SymbolId, Term>,
+        memo: &mut HashMap<u32, Term>,
+    ) -> Term {
+        if t.top <= lowest {
             return t.clone();
         }
         if let Some(done) = memo.get(&t.id) {
@@ -514,26 +541,29 @@ impl Terms {
             | TermKind::Param(_)
             | TermKind::Sym(_) => t.clone(),
             TermKind::Unary(op, a) => {
-                let a = self.substitute(a, map, memo);
+                let a = self.substitute_from(a, lowest, map, memo);
                 self.unary(*op, t.ty, a)
             }
             TermKind::Cast(a) => {
-                let a = self.substitute(a, map, memo);
+                let a = self.substitute_from(a, lowest, map, memo);
                 self.cast(t.ty, a)
             }
             TermKind::Binary(op, ty, a, b) => {
-                let a = self.substitute(a, map, memo);
-                let b = self.substitute(b, map, memo);
+                let a = self.substitute_from(a, lowest, map, memo);
+                let b = self.substitute_from(b, lowest, map, memo);
                 self.binary(*op, *ty, a, b)
             }
             TermKind::Select(c, a, b) => {
-                let c = self.substitute(c, map, memo);
-                let a = self.substitute(a, map, memo);
-                let b = self.substitute(b, map, memo);
+                let c = self.substitute_from(c, lowest, map, memo);
+                let a = self.substitute_from(a, lowest, map, memo);
+                let b = self.substitute_from(b, lowest, map, memo);
                 self.select(c, a, b)
             }
             TermKind::Opaque(op, args) => {
-                let args = args.iter().map(|a| self.substitute(a, map, memo)).collect();
+                let args = args
+                    .iter()
+                    .map(|a| self.substitute_from(a, lowest, map, memo))
+                    .collect();
                 self.opaque(*op, t.ty, args)
             }
         };
@@ -580,7 +610,7 @@ pub fn conjuncts(t: &Term) -> Vec<Term> {
 pub fn exclusive(a: &Term, b: &Term) -> bool {
     let plain = |t: &Term| {
         let mut syms = Vec::new();
-        symbols_of(t, &mut syms, &mut std::collections::HashSet::new());
+        symbols_of(t, &mut syms, &mut crate::hash::HashSet::default());
         syms.is_empty()
     };
     let (ca, cb) = (conjuncts(a), conjuncts(b));
@@ -604,7 +634,7 @@ fn common_with_complements(a: &Term, b: &Term) -> Option<Term> {
     None
 }
 
-pub fn symbols_of(t: &Term, out: &mut Vec<SymbolId>, seen: &mut std::collections::HashSet<u32>) {
+pub fn symbols_of(t: &Term, out: &mut Vec<SymbolId>, seen: &mut crate::hash::HashSet<u32>) {
     collect(
         t,
         &|k| match k {
@@ -622,7 +652,7 @@ pub fn collect<T: PartialEq>(
     t: &Term,
     pick: &impl Fn(&TermKind) -> Option<T>,
     out: &mut Vec<T>,
-    seen: &mut std::collections::HashSet<u32>,
+    seen: &mut crate::hash::HashSet<u32>,
 ) {
     if !seen.insert(t.id) {
         return;
@@ -638,7 +668,7 @@ pub fn collect<T: PartialEq>(
 }
 
 /// Whether `t` mentions a leaf `pred` accepts.
-pub fn mentions(t: &Term, pred: &mut impl FnMut(&TermKind) -> bool, seen: &mut std::collections::HashSet<u32>) -> bool {
+pub fn mentions(t: &Term, pred: &mut impl FnMut(&TermKind) -> bool, seen: &mut crate::hash::HashSet<u32>) -> bool {
     if !seen.insert(t.id) {
         return false;
     }
@@ -650,7 +680,7 @@ pub fn mentions(t: &Term, pred: &mut impl FnMut(&TermKind) -> bool, seen: &mut s
 
 /// Number of distinct nodes of `t`.
 pub fn dag_size(t: &Term) -> usize {
-    fn go(t: &Term, seen: &mut std::collections::HashSet<u32>) {
+    fn go(t: &Term, seen: &mut crate::hash::HashSet<u32>) {
         if seen.insert(t.id) {
             for c in t.children() {
                 go(c, seen);
@@ -843,9 +873,9 @@ mod tests {
         let s = t.symbol(SymbolId(0), ScalarTy::I32);
         let two = t.int(2, ScalarTy::I32);
         let e = t.binary(BinOp::Mul, ScalarTy::I32, s, two);
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         map.insert(SymbolId(0), t.int(5, ScalarTy::I32));
-        let out = t.substitute(&e, &map, &mut HashMap::new());
+        let out = t.substitute(&e, &map, &mut HashMap::default());
         assert_eq!(out.as_int(), Some(10));
     }
 }

@@ -135,7 +135,7 @@ impl<'u> Lowerer<'u> {
         deduced: &TemplateEnv,
         symbolic: bool,
     ) -> TemplateEnv {
-        let mut env = TemplateEnv::new();
+        let mut env = TemplateEnv::default();
         let mut next = 0;
         let owner = owner_name(ctx.frag, params);
         for p in named_children(params) {
@@ -383,7 +383,7 @@ impl<'u> Lowerer<'u> {
     /// The callee's context (its fragment, scope, class and template arguments).
     fn callee_ctx(&mut self, id: DeclId, class: Option<&Rc<ClassInst>>, env: &TemplateEnv) -> Ctx<'u> {
         let d = self.index.decl(id).clone();
-        let mut tenv = TemplateEnv::new();
+        let mut tenv = TemplateEnv::default();
         let mut class_inst = None;
         if let ScopeKind::Class(_) = self.index.scope(d.scope).kind {
             if let Some(c) = class {
@@ -429,15 +429,15 @@ impl<'u> Lowerer<'u> {
         if operands.len() < required || (!variadic && operands.len() > params.len()) {
             return None;
         }
-        let base_ctx = self.callee_ctx(id, class, &TemplateEnv::new());
-        let mut env = TemplateEnv::new();
+        let base_ctx = self.callee_ctx(id, class, &TemplateEnv::default());
+        let mut env = TemplateEnv::default();
         if let Some(tparams) = d.template {
             let names: Vec<String> = named_children(tparams)
                 .into_iter()
                 .filter_map(|p| template_param_name(d.frag, p))
                 .collect();
             // Explicit arguments first, so deduction sees them.
-            let mut explicit_env = TemplateEnv::new();
+            let mut explicit_env = TemplateEnv::default();
             let plain: Vec<Node> = named_children(tparams);
             for (i, p) in plain.iter().enumerate() {
                 if is_variadic_param(*p) {
@@ -955,7 +955,7 @@ impl<'u> Lowerer<'u> {
     /// the lambda is created behave the same).
     pub(super) fn lambda(&mut self, node: Node<'u>) -> Value {
         let frame = self.frame();
-        let mut flat = std::collections::HashMap::new();
+        let mut flat = crate::hash::HashMap::default();
         for scope in &frame.locals {
             for (k, v) in scope {
                 flat.insert(k.clone(), v.clone());

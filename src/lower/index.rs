@@ -8,7 +8,7 @@
 //! Declarations inside `ERROR` nodes are still indexed: tree-sitter wraps
 //! valid code near a construct it cannot parse.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use tree_sitter::{Node, StreamingIterator};
 
@@ -182,14 +182,14 @@ impl<'u> Index<'u> {
                 name: String::new(),
                 parent: None,
                 kind: ScopeKind::Namespace,
-                members: HashMap::new(),
+                members: HashMap::default(),
                 usings: Vec::new(),
                 fields: Vec::new(),
             }],
-            bases: HashMap::new(),
+            bases: HashMap::default(),
             kernels: Vec::new(),
             instantiations: Vec::new(),
-            local_classes: HashMap::new(),
+            local_classes: HashMap::default(),
         };
         for frag in &unit.fragments {
             let tree = syntax::tree(frag);
@@ -223,7 +223,7 @@ impl<'u> Index<'u> {
             name: name.to_string(),
             parent: Some(parent),
             kind,
-            members: HashMap::new(),
+            members: HashMap::default(),
             usings: Vec::new(),
             fields: Vec::new(),
         });

@@ -9,7 +9,7 @@
 //! deduced from call arguments are not inferred here; such parameters stay
 //! symbolic when the kernel is lowered.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::rc::Rc;
 
 use tree_sitter::Node;
@@ -112,8 +112,8 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
         params: kernel_param_names(index, kernel),
         callers: CallerCache::default(),
         symbolic_callers: false,
-        envs: HashMap::new(),
-        function_nodes: HashMap::new(),
+        envs: HashMap::default(),
+        function_nodes: HashMap::default(),
         kernel,
         launches: Vec::new(),
     };
@@ -666,12 +666,12 @@ impl Finder {
                     }
                     self.envs_of(l, f, depth + 1)
                 }
-                _ => vec![TemplateEnv::new()],
+                _ => vec![TemplateEnv::default()],
             };
             if envs.is_empty() {
                 // The enclosing template's own instantiations are unknown: its
                 // parameters stay unresolved and give undetermined arguments.
-                envs.push(TemplateEnv::new());
+                envs.push(TemplateEnv::default());
             }
             for env in envs {
                 let (tuple, launched, block) = self.site_launch(l, frag, &site, enclosing, scope, env, target, depth);
@@ -711,7 +711,7 @@ impl Finder {
             let ctx = Ctx {
                 frag,
                 scope,
-                tenv: Rc::new(TemplateEnv::new()),
+                tenv: Rc::new(TemplateEnv::default()),
                 class: None,
             };
             let tuple = l.in_ctx(ctx, |l2| l2.template_args(args));
@@ -741,7 +741,7 @@ impl Finder {
         for (frag, site) in unit_uses(l, &name) {
             let (enclosing, scope) = self.enclosing(l, site.node);
             let (_, launched, block) =
-                self.site_launch(l, frag, &site, enclosing, scope, TemplateEnv::new(), self.kernel, 0);
+                self.site_launch(l, frag, &site, enclosing, scope, TemplateEnv::default(), self.kernel, 0);
             if !launched {
                 continue;
             }
@@ -949,7 +949,7 @@ impl Finder {
             _ => Vec::new(),
         };
         if envs.is_empty() {
-            vec![TemplateEnv::new()]
+            vec![TemplateEnv::default()]
         } else {
             envs
         }
@@ -1102,18 +1102,18 @@ impl Finder {
         self.envs.insert(f, Vec::new());
         let d = l.index.decl(f).clone();
         let Some(params) = d.template else {
-            return vec![TemplateEnv::new()];
+            return vec![TemplateEnv::default()];
         };
         let tuples = self.tuples_of(l, f, depth);
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
-            tenv: Rc::new(TemplateEnv::new()),
+            tenv: Rc::new(TemplateEnv::default()),
             class: None,
         };
         let envs: Vec<TemplateEnv> = tuples
             .iter()
-            .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::new(), true))
+            .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::default(), true))
             .collect();
         self.envs.insert(f, envs.clone());
         envs
@@ -1508,12 +1508,12 @@ impl<'u> Lowerer<'u> {
                 let ctx = Ctx {
                     frag: d.frag,
                     scope: d.scope,
-                    tenv: Rc::new(TemplateEnv::new()),
+                    tenv: Rc::new(TemplateEnv::default()),
                     class: None,
                 };
-                self.bind_template_params(ctx, params, &tuple, &TemplateEnv::new(), true)
+                self.bind_template_params(ctx, params, &tuple, &TemplateEnv::default(), true)
             }
-            None => TemplateEnv::new(),
+            None => TemplateEnv::default(),
         };
         let ctx = Ctx {
             frag: d.frag,
@@ -1668,11 +1668,11 @@ impl<'u> Lowerer<'u> {
         let mut write_log: Vec<(usize, Vec<String>)> = Vec::new();
         let mut chosen = Vec::new();
         // Names some statement between the current one and the use writes.
-        let mut touched: std::collections::HashSet<String> = Default::default();
+        let mut touched: crate::hash::HashSet<String> = Default::default();
         let mut asserted = Vec::new();
         // Variables some statement on the way writes other than by a plain
         // declaration or assignment: never bound.
-        let mut poisoned: std::collections::HashSet<String> = Default::default();
+        let mut poisoned: crate::hash::HashSet<String> = Default::default();
         for &stmt in before.iter().rev() {
             let kind = host_statement(generation, frag, stmt);
             // Writes other than the statement's own target (`int a = f(&b);`
@@ -1750,7 +1750,7 @@ impl<'u> Lowerer<'u> {
         // A branch condition holds at the use if nothing after it writes
         // what it reads.
         for (g, at) in guards {
-            let reads: std::collections::HashSet<String> = g
+            let reads: crate::hash::HashSet<String> = g
                 .nodes()
                 .iter()
                 .flat_map(|c| identifiers_of(generation, frag, *c).iter().cloned().collect::<Vec<_>>())
@@ -2002,8 +2002,8 @@ fn scaling<'t>(generation: u64, frag: &Fragment, stmt: Node<'t>) -> Option<(Stri
 #[derive(Default)]
 struct NodeMemo {
     generation: u64,
-    writes: HashMap<usize, std::rc::Rc<std::collections::HashSet<String>>>,
-    idents: HashMap<usize, std::rc::Rc<std::collections::HashSet<String>>>,
+    writes: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
+    idents: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
 }
 
 thread_local! {
@@ -2014,9 +2014,9 @@ thread_local! {
 fn memo_of(
     generation: u64,
     node: Node,
-    pick: fn(&mut NodeMemo) -> &mut HashMap<usize, std::rc::Rc<std::collections::HashSet<String>>>,
-    f: impl FnOnce() -> std::collections::HashSet<String>,
-) -> std::rc::Rc<std::collections::HashSet<String>> {
+    pick: fn(&mut NodeMemo) -> &mut HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
+    f: impl FnOnce() -> crate::hash::HashSet<String>,
+) -> std::rc::Rc<crate::hash::HashSet<String>> {
     let hit = NODE_MEMO.with(|m| {
         let mut m = m.borrow_mut();
         if m.generation != generation {
@@ -2035,7 +2035,7 @@ fn memo_of(
 }
 
 /// The names `stmt` writes, into elements too ([`super::assigned_names`]), memoised.
-fn writes_of(generation: u64, frag: &Fragment, stmt: Node) -> std::rc::Rc<std::collections::HashSet<String>> {
+fn writes_of(generation: u64, frag: &Fragment, stmt: Node) -> std::rc::Rc<crate::hash::HashSet<String>> {
     memo_of(
         generation,
         stmt,
@@ -2045,13 +2045,13 @@ fn writes_of(generation: u64, frag: &Fragment, stmt: Node) -> std::rc::Rc<std::c
 }
 
 /// [`identifiers`], memoised.
-fn identifiers_of(generation: u64, frag: &Fragment, node: Node) -> std::rc::Rc<std::collections::HashSet<String>> {
+fn identifiers_of(generation: u64, frag: &Fragment, node: Node) -> std::rc::Rc<crate::hash::HashSet<String>> {
     memo_of(generation, node, |m| &mut m.idents, || identifiers(frag, node))
 }
 
 /// The identifiers under a node.
-fn identifiers(frag: &Fragment, node: Node) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
+fn identifiers(frag: &Fragment, node: Node) -> crate::hash::HashSet<String> {
+    let mut out = crate::hash::HashSet::default();
     let mut stack = vec![node];
     let mut cursor = node.walk();
     while let Some(n) = stack.pop() {

@@ -288,7 +288,7 @@ impl<'u> Lowerer<'u> {
             class: self.decl_class(id),
         };
         if let Some(params) = d.template {
-            let env = self.bind_template_params(ctx.clone(), params, &args, &TemplateEnv::new(), true);
+            let env = self.bind_template_params(ctx.clone(), params, &args, &TemplateEnv::default(), true);
             let mut merged = (*ctx.tenv).clone();
             merged.extend(env);
             ctx.tenv = Rc::new(merged);
@@ -318,7 +318,7 @@ impl<'u> Lowerer<'u> {
     fn decl_class_env(&self, id: DeclId) -> Rc<TemplateEnv> {
         match self.decl_class(id) {
             Some(c) if Some(&c) == self.ctx().class.as_ref() => self.ctx().tenv.clone(),
-            _ => Rc::new(TemplateEnv::new()),
+            _ => Rc::new(TemplateEnv::default()),
         }
     }
 
@@ -682,10 +682,10 @@ impl<'u> Lowerer<'u> {
             let ctx = Ctx {
                 frag: d.frag,
                 scope: d.scope,
-                tenv: Rc::new(TemplateEnv::new()),
+                tenv: Rc::new(TemplateEnv::default()),
                 class: None,
             };
-            let env = self.bind_template_params(ctx, params, &args, &TemplateEnv::new(), true);
+            let env = self.bind_template_params(ctx, params, &args, &TemplateEnv::default(), true);
             let names: Vec<String> = named_children(params)
                 .into_iter()
                 .filter_map(|p| call::template_param_name(d.frag, p))
@@ -756,12 +756,12 @@ impl<'u> Lowerer<'u> {
                 let ctx = Ctx {
                     frag: d.frag,
                     scope: d.scope,
-                    tenv: Rc::new(TemplateEnv::new()),
+                    tenv: Rc::new(TemplateEnv::default()),
                     class: None,
                 };
-                self.bind_template_params(ctx, params, &inst.args, &TemplateEnv::new(), true)
+                self.bind_template_params(ctx, params, &inst.args, &TemplateEnv::default(), true)
             }
-            None => TemplateEnv::new(),
+            None => TemplateEnv::default(),
         };
         (defined, env)
     }
@@ -785,11 +785,11 @@ impl<'u> Lowerer<'u> {
         if patterns.len() != actual.len() {
             return None;
         }
-        let mut env = TemplateEnv::new();
+        let mut env = TemplateEnv::default();
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
-            tenv: Rc::new(TemplateEnv::new()),
+            tenv: Rc::new(TemplateEnv::default()),
             class: None,
         };
         for (pat, arg) in patterns.iter().zip(actual) {
@@ -1280,7 +1280,7 @@ impl<'u> Lowerer<'u> {
                 let ctx = Ctx {
                     frag: d.frag,
                     scope: d.scope,
-                    tenv: Rc::new(TemplateEnv::new()),
+                    tenv: Rc::new(TemplateEnv::default()),
                     class: None,
                 };
                 let v = self.in_ctx(ctx, |l| l.scratch_expr(v));

@@ -29,7 +29,7 @@ mod value;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::rc::Rc;
 
 use petgraph::graphmap::DiGraphMap;
@@ -281,19 +281,19 @@ impl<'u> Lowerer<'u> {
             dead: false,
             sites: Vec::new(),
             ptr_slots: Vec::new(),
-            choices: HashMap::new(),
+            choices: HashMap::default(),
             next_label: 1,
-            shared: HashMap::new(),
-            constexprs: HashMap::new(),
+            shared: HashMap::default(),
+            constexprs: HashMap::default(),
             dynamic_shared: None,
-            untraced: HashMap::new(),
-            layouts: HashMap::new(),
-            globals: HashMap::new(),
-            unresolved_objects: HashMap::new(),
-            enum_values: HashMap::new(),
+            untraced: HashMap::default(),
+            layouts: HashMap::default(),
+            globals: HashMap::default(),
+            unresolved_objects: HashMap::default(),
+            enum_values: HashMap::default(),
             closures: Vec::new(),
-            ops: HashMap::new(),
-            syms: HashMap::new(),
+            ops: HashMap::default(),
+            syms: HashMap::default(),
             depth: 0,
             speculative: 0,
             uniform_branches: 0,
@@ -301,7 +301,7 @@ impl<'u> Lowerer<'u> {
             known: Default::default(),
             constant_context: 0,
             host_mode: false,
-            pure_calls: HashMap::new(),
+            pure_calls: HashMap::default(),
             call_graph: DiGraphMap::new(),
             kernel_decl: kernel,
         }
@@ -329,7 +329,7 @@ impl<'u> Lowerer<'u> {
         self.k.helpers = helpers;
         self.k.call_depth = longest_chain(&self.call_graph, root);
         // Selectors of pointer variables that only ever had one buffer say nothing.
-        let unused: std::collections::HashSet<VarId> = self
+        let unused: crate::hash::HashSet<VarId> = self
             .ptr_slots
             .iter()
             .filter(|s| s.objects.iter().flatten().count() <= 1)
@@ -374,7 +374,7 @@ impl<'u> Lowerer<'u> {
     fn push_frame(&mut self, ctx: Ctx<'u>) {
         self.frames.push(Frame {
             ctx,
-            locals: vec![HashMap::new()],
+            locals: vec![HashMap::default()],
             this: None,
             ret: None,
             targets: Vec::new(),
@@ -736,7 +736,7 @@ impl<'u> Lowerer<'u> {
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
-            tenv: Rc::new(TemplateEnv::new()),
+            tenv: Rc::new(TemplateEnv::default()),
             class: None,
         };
         self.push_frame(ctx);
@@ -744,7 +744,7 @@ impl<'u> Lowerer<'u> {
         if let Some(params) = d.template {
             let ctx = self.ctx().clone();
             // Arguments by parameter name; a variadic parameter takes the rest.
-            let mut given = TemplateEnv::new();
+            let mut given = TemplateEnv::default();
             for (i, p) in syntax::named_children(params).into_iter().enumerate() {
                 let Some(name) = call::template_param_name(d.frag, p) else {
                     continue;
@@ -1088,8 +1088,8 @@ fn longest_chain(graph: &DiGraphMap<u32, ()>, root: u32) -> u32 {
 /// `into_elements`, through `[]` and `->` too (a host array or a struct
 /// reached by pointer counts as changed), else those lead into memory and
 /// `p[i] = v` changes no variable.
-pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
+pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -> crate::hash::HashSet<String> {
+    let mut out = crate::hash::HashSet::default();
     let mut stack = vec![node];
     let mut cursor = node.walk();
     let root_name = |mut n: Node| -> Option<String> {
@@ -1136,7 +1136,7 @@ pub(super) fn assigned_names(frag: &Fragment, node: Node, into_elements: bool) -
 }
 
 /// Removes assignments to `vars` from statements and nested blocks.
-fn remove_assignments(stmts: &mut Vec<Stmt>, vars: &std::collections::HashSet<VarId>) {
+fn remove_assignments(stmts: &mut Vec<Stmt>, vars: &crate::hash::HashSet<VarId>) {
     stmts.retain(|s| !matches!(&s.kind, StmtKind::Assign { var, .. } if vars.contains(var)));
     for s in stmts.iter_mut() {
         match &mut s.kind {

@@ -6,7 +6,7 @@
 //! block holding a chain of `if`s, one per entry point, each running the
 //! cases from there until a `break` (fallthrough is copied, not shared).
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use tree_sitter::Node;
 
@@ -24,7 +24,7 @@ use crate::syntax::{self, named_children};
 
 impl<'u> Lowerer<'u> {
     pub(super) fn compound(&mut self, node: Node<'u>) {
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         for child in named_children(node) {
             if self.dead {
                 break;
@@ -36,7 +36,7 @@ impl<'u> Lowerer<'u> {
 
     /// A statement in its own scope (the body of an `if` or loop).
     fn scoped_stmt(&mut self, node: Node<'u>) {
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         self.stmt(node);
         self.frame_mut().locals.pop();
     }
@@ -160,7 +160,7 @@ impl<'u> Lowerer<'u> {
 
     fn if_stmt(&mut self, node: Node<'u>) {
         let constexpr = syntax::has_token(node, "constexpr");
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         let cv = match node.field("condition") {
             Some(c) => self.condition(c),
             None => Value::Scalar(Expr::Bool(true), Type::Bool),
@@ -321,7 +321,7 @@ impl<'u> Lowerer<'u> {
                     kind: TargetKind::Unrolled { brk, cont },
                 });
                 let iteration = l.sub_block(|l2| {
-                    l2.frame_mut().locals.push(HashMap::new());
+                    l2.frame_mut().locals.push(HashMap::default());
                     l2.declare(&name, ty.clone(), Some(*item), Constness::Mutable, *item);
                     if let Some(b) = body_node {
                         l2.scoped_stmt(b);
@@ -351,7 +351,7 @@ impl<'u> Lowerer<'u> {
     }
 
     fn for_stmt(&mut self, node: Node<'u>) {
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         if let Some(init) = node.field("initializer") {
             match init.kind_name() {
                 "declaration" => self.local_declaration(init),
@@ -371,7 +371,7 @@ impl<'u> Lowerer<'u> {
     }
 
     fn while_stmt(&mut self, node: Node<'u>) {
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         self.lower_loop(node, true, node.field("condition"), node.field("body"), None);
         self.frame_mut().locals.pop();
     }
@@ -381,7 +381,7 @@ impl<'u> Lowerer<'u> {
     }
 
     fn switch_stmt(&mut self, node: Node<'u>) {
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         let v = match node.field("condition") {
             Some(c) => self.condition(c),
             None => Value::Void,
@@ -507,7 +507,7 @@ impl<'u> Lowerer<'u> {
     /// The statements of case `start` and the ones after it (fallthrough) until
     /// control cannot continue.
     fn cases_from(&mut self, cases: &[Node<'u>], start: usize) {
-        self.frame_mut().locals.push(HashMap::new());
+        self.frame_mut().locals.push(HashMap::default());
         for c in &cases[start..] {
             let value = c.field("value");
             for s in named_children(*c) {

@@ -5,7 +5,7 @@
 //! or an aggregate that lives in memory. A [`Place`] is an lvalue: a scalar
 //! variable, a pointer variable, a struct of places, or memory.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use crate::ir::{Expr, ObjectId, VarId};
 

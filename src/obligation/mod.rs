@@ -11,7 +11,7 @@
 pub mod participation;
 pub mod smt;
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::ir::access::{AccessModel, Origin};
@@ -151,7 +151,7 @@ fn phases_differ(p: &Term, q: &Term, model: &AccessModel, leaves: &HashMap<u32, 
         return false;
     }
     // p - q = c + Σ coeff·x over thread-1 leaves, thread-2 leaves and shared ones.
-    let mut coeffs: HashMap<(u32, u8), i128> = HashMap::new();
+    let mut coeffs: HashMap<(u32, u8), i128> = HashMap::default();
     for (id, shared, c) in a.terms {
         *coeffs.entry((id, if shared { 2 } else { 0 })).or_default() += c;
     }
@@ -228,8 +228,8 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         options,
         alarms: Vec::new(),
         unknowns: Vec::new(),
-        alarmed: HashSet::new(),
-        leaves: HashMap::new(),
+        alarmed: HashSet::default(),
+        leaves: HashMap::default(),
     };
     for r in &model.records {
         for t in [&r.phase.block, &r.phase.grid] {

@@ -14,7 +14,7 @@
 //!   iterations, or leave past a loop (a `return` inside it) before a later
 //!   collective.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::smt::{self, Goal, Outcome};
@@ -62,7 +62,7 @@ fn thread_words(t: &crate::verdict::ThreadWitness) -> String {
 /// The obligations of one kernel instantiation's collectives.
 pub fn obligations(model: &AccessModel, options: &MemoryOptions) -> Vec<Goal> {
     let mut goals = Vec::new();
-    let no_deps = HashMap::new();
+    let no_deps = HashMap::default();
     let block_threads = options
         .shape
         .block_dim
@@ -160,7 +160,7 @@ fn check_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> 
     encoder.set_deadline(options.deadline);
     let mut alarms: Vec<Alarm> = Vec::new();
     let mut unknowns: Vec<UnknownItem> = Vec::new();
-    let mut alarmed: HashSet<(String, Span, Span)> = HashSet::new();
+    let mut alarmed: HashSet<(String, Span, Span)> = HashSet::default();
     let mut out_of_time = false;
     // Two rounds, as for memory (`check_memory`): every goal first with a
     // slice of its work, then the undecided ones with all of it, so that a
@@ -172,7 +172,7 @@ fn check_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> 
     // block of code) share one outcome. Only a proof or an undecided query
     // is shared; an alarm names its own collective, so another is solved.
     // (Per key: the round of the outcome, and the reason it stayed undecided.)
-    let mut same: HashMap<DivergenceKey, (u32, Option<String>)> = HashMap::new();
+    let mut same: HashMap<DivergenceKey, (u32, Option<String>)> = HashMap::default();
     let same_key = |goal: Goal| match goal {
         Goal::Diverges(i) => {
             let r = &model.syncs[i];

@@ -26,7 +26,8 @@
 //! Floating-point and opaque values are integers under uninterpreted
 //! functions: equal inputs give equal results, nothing more.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use z3::ast::{Ast, Bool, Dynamic, Int, BV};
@@ -169,6 +170,9 @@ const DEGENERATE_WORK: Work = 600_000;
 /// the pinned refinement here; no set starts past it.
 const DEGENERATE_TRY_WORK: Work = 3 * 2 * DEGENERATE_WORK;
 
+/// Values of leaves, by name.
+type Pins = Vec<(String, i128)>;
+
 /// The work limit that `ms` milliseconds nominally stand for.
 pub fn work_for_ms(ms: u64) -> Work {
     ms.saturating_mul(WORK_PER_MS)
@@ -305,11 +309,15 @@ fn configure(solver: &Solver) {
 /// [`Clock::watch`]). The limit is the context's, set for this check only:
 /// a solver without an `rlimit` of its own takes the context's, and
 /// setting the context's is a lookup among a few names.
-fn check_within(solver: &Solver, work: Work) -> SatResult {
+fn check_within(solver: &Solver, assumptions: &[Bool], work: Work) -> SatResult {
     let mut context = z3::Context::thread_local();
     let work = work.clamp(1, u32::MAX as Work);
     context.update_param_value("rlimit", &work.to_string());
-    let r = solver.check();
+    let r = if assumptions.is_empty() {
+        solver.check()
+    } else {
+        solver.check_assumptions(assumptions)
+    };
     context.update_param_value("rlimit", "0");
     r
 }
@@ -618,6 +626,10 @@ pub struct Encoder<'a> {
     /// most twice per obligation, not per pass: the passes ask the same of
     /// them; see [`Self::degenerate`]).
     degenerate_tries: u8,
+    /// Pins that made this obligation unsat in a pass, by leaf name: a pin
+    /// set holding one of them has no model there either, so it is not
+    /// searched (see [`Self::degenerate`]).
+    degenerate_cores: Vec<(Pass, Pins)>,
     /// Whether the obligation has only a first slice of its work (see
     /// `obligation::FIRST_ROUND_SHARE`): its witness heuristics then get
     /// work of their own (see [`Self::heuristic`]).
@@ -640,7 +652,7 @@ pub struct Encoder<'a> {
 impl<'a> Encoder<'a> {
     pub fn new(kernel: &'a Kernel, model: &'a AccessModel, shape: Shape, allowance: Work) -> Encoder<'a> {
         let mut read_only = vec![true; kernel.objects.len()];
-        let mut untraced_writes = HashSet::new();
+        let mut untraced_writes = HashSet::default();
         for r in &model.records {
             if r.kind.writes() {
                 read_only[r.object.index()] = false;
@@ -665,13 +677,13 @@ impl<'a> Encoder<'a> {
             cache: BTreeMap::new(),
             sharing: None,
             defs: Vec::new(),
-            declared: HashSet::new(),
+            declared: HashSet::default(),
             wraps: BTreeMap::new(),
             congruent: BTreeMap::new(),
             products: Vec::new(),
             divisions: Vec::new(),
-            product_index: HashMap::new(),
-            division_index: HashMap::new(),
+            product_index: HashMap::default(),
+            division_index: HashMap::default(),
             uniform_leaves: Vec::new(),
             pass: Pass::Exact,
             abstracted: false,
@@ -684,12 +696,13 @@ impl<'a> Encoder<'a> {
             xors: Vec::new(),
             hints: Vec::new(),
             degenerate_tries: 0,
+            degenerate_cores: Vec::new(),
             sliced: false,
             ltid: [None, None],
             funcs: BTreeMap::new(),
-            intervals: HashMap::new(),
+            intervals: HashMap::default(),
             read_only,
-            record_symbols: HashMap::new(),
+            record_symbols: HashMap::default(),
         }
     }
 
@@ -2222,8 +2235,25 @@ impl<'a> Encoder<'a> {
             if work_done() - started >= DEGENERATE_TRY_WORK {
                 break;
             }
-            let Some(values) = self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) else {
+            let named: Vec<(String, i128)> = pins.iter().map(|(v, c)| (v.to_string(), *c)).collect();
+            let pass = self.pass;
+            if self
+                .degenerate_cores
+                .iter()
+                .any(|(p, core)| *p == pass && core.iter().all(|pin| named.contains(pin)))
+            {
+                if debug {
+                    eprintln!("  degenerate parameters: {named:?} hold pins already refuted");
+                }
                 continue;
+            }
+            let values = match self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) {
+                Ok(values) => values,
+                Err(Some(core)) => {
+                    self.degenerate_cores.push((pass, core));
+                    continue;
+                }
+                Err(None) => continue,
             };
             let pins: Vec<Bool> = values
                 .iter()
@@ -2250,26 +2280,47 @@ impl<'a> Encoder<'a> {
     /// searches that follow as they were; that is why the linear
     /// definitions are written as text here (`division_definition` at a
     /// known divisor, spelt out) rather than built as terms.
-    fn degenerate_values(&self, solver: &Solver, pins: &[(Int, i128)], until: Work) -> Option<Vec<(String, i128)>> {
+    ///
+    /// Each pin, and each definition that holds by it, is asserted under a
+    /// literal of its own, assumed in the first check: where that check is
+    /// unsat, the literals in its core name pins that no pin set holding
+    /// them can satisfy (`Err(Some(core))`; an empty core: the query has no
+    /// model at all).
+    fn degenerate_values(
+        &self,
+        solver: &Solver,
+        pins: &[(Int, i128)],
+        until: Work,
+    ) -> Result<Vec<(String, i128)>, Option<Pins>> {
         const ROUNDS: usize = 8;
         let num = |c: i128| if c < 0 { format!("(- {})", -c) } else { c.to_string() };
-        let value = |v: &Int| pins.iter().find(|(p, _)| ast_id(p) == ast_id(v)).map(|&(_, c)| c);
+        let literal = |k: usize| format!("|pin!{k}|");
+        let value = |v: &Int| {
+            let k = pins.iter().position(|(p, _)| ast_id(p) == ast_id(v))?;
+            Some((pins[k].1, literal(k)))
+        };
         let mut text = solver.to_smt2();
         let alias = |text: &mut String, name: String, e: &Int| {
             text.push_str(&format!("(declare-fun {name} () Int)\n(assert (= {name} {e}))\n"));
             name
         };
-        for (v, c) in pins {
-            text.push_str(&format!("(assert (= {v} {}))\n", num(*c)));
+        for (k, (v, c)) in pins.iter().enumerate() {
+            let pin = literal(k);
+            text.push_str(&format!(
+                "(declare-fun {pin} () Bool)\n(assert (=> {pin} (= {v} {})))\n",
+                num(*c)
+            ));
         }
         // The abstractions left, as (x, y, p) and (x, y, q, r) names.
         let mut products: Vec<[String; 3]> = Vec::new();
         for (k, pr) in self.products.iter().enumerate() {
             match value(&pr.x)
-                .map(|c| (c, &pr.y))
-                .or_else(|| value(&pr.y).map(|c| (c, &pr.x)))
+                .map(|(c, pin)| (c, pin, &pr.y))
+                .or_else(|| value(&pr.y).map(|(c, pin)| (c, pin, &pr.x)))
             {
-                Some((c, other)) => text.push_str(&format!("(assert (= {} (* {} {other})))\n", pr.p, num(c))),
+                Some((c, pin, other)) => {
+                    text.push_str(&format!("(assert (=> {pin} (= {} (* {} {other}))))\n", pr.p, num(c)))
+                }
                 None => {
                     let x = alias(&mut text, format!("|dgx!{k}|"), &pr.x);
                     let y = alias(&mut text, format!("|dgy!{k}|"), &pr.y);
@@ -2281,10 +2332,10 @@ impl<'a> Encoder<'a> {
         let mut divisions: Vec<[String; 4]> = Vec::new();
         for (k, dv) in self.divisions.iter().enumerate() {
             let (x, q, r) = (&dv.x, &dv.q, &dv.r);
-            match value(&dv.y).filter(|&c| c != 0) {
-                Some(c) => text.push_str(&format!(
-                    "(assert (and (= {x} (+ (* {} {q}) {r})) (< (ite (>= {r} 0) {r} (- {r})) {}) \
-                     (=> (>= {x} 0) (>= {r} 0)) (=> (< {x} 0) (<= {r} 0))))\n",
+            match value(&dv.y).filter(|&(c, _)| c != 0) {
+                Some((c, pin)) => text.push_str(&format!(
+                    "(assert (=> {pin} (and (= {x} (+ (* {} {q}) {r})) (< (ite (>= {r} 0) {r} (- {r})) {}) \
+                     (=> (>= {x} 0) (>= {r} 0)) (=> (< {x} 0) (<= {r} 0)))))\n",
                     num(c),
                     c.abs()
                 )),
@@ -2312,10 +2363,14 @@ impl<'a> Encoder<'a> {
         }
         let clock = self.clock;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        let named: Vec<(String, i128)> = pins.iter().map(|(v, c)| (v.to_string(), *c)).collect();
         in_fresh_context(move || {
             let side = self.new_solver();
             side.from_string(text);
             let c = |n: &String| Int::new_const(unquoted(n));
+            let literals: Vec<Bool> = (0..named.len())
+                .map(|k| Bool::new_const(unquoted(&literal(k))))
+                .collect();
             let products: Vec<Product> = products
                 .iter()
                 .map(|[x, y, p]| Product {
@@ -2374,17 +2429,28 @@ impl<'a> Encoder<'a> {
                 }
                 Err(SatResult::Unknown)
             };
-            let r = check_until(&side, until, clock);
+            let r = check_until_assuming(&side, &literals, until, clock);
             if debug {
                 eprintln!(
                     "    degenerate, first model in a context of its own: {r:?} after {} units",
                     work_done() - w0
                 );
             }
-            if r != SatResult::Sat {
-                return None;
+            if r == SatResult::Unsat {
+                let core: HashSet<String> = side.get_unsat_core().iter().map(|l| l.to_string()).collect();
+                let core = (0..named.len())
+                    .filter(|&k| core.contains(&literals[k].to_string()))
+                    .map(|k| named[k].clone())
+                    .collect();
+                return Err(Some(core));
             }
-            let first = side.get_model()?;
+            if r != SatResult::Sat {
+                return Err(None);
+            }
+            let first = side.get_model().ok_or(None)?;
+            for l in &literals {
+                side.assert(l);
+            }
             // The first model's launch values as well: what the pins left
             // nonlinear among launch-wide values becomes constant, and the
             // refinement rarely needs more than a round. Its lemmas would
@@ -2401,10 +2467,10 @@ impl<'a> Encoder<'a> {
             if !launch.is_empty() {
                 let pinned = self.copy_of(&side, &launch);
                 if let Ok(values) = refined(&pinned, " (launch values pinned)", None) {
-                    return Some(values);
+                    return Ok(values);
                 }
             }
-            refined(&side, "", Some(first)).ok()
+            refined(&side, "", Some(first)).map_err(|_| None)
         })
     }
 
@@ -2522,7 +2588,7 @@ impl<'a> Encoder<'a> {
                 // The wraps `no_overflow` constrains exist once `t` is encoded.
                 self.enc(t, inst);
                 let mut facts = Vec::new();
-                self.no_overflow(t, inst, &mut HashSet::new(), &mut facts);
+                self.no_overflow(t, inst, &mut HashSet::default(), &mut facts);
                 for f in facts {
                     out.add(guard, f);
                 }
@@ -2548,7 +2614,7 @@ impl<'a> Encoder<'a> {
     /// terms their facts use (load addresses, the counters they depend on).
     fn symbols_closure(&self, terms: &[&Term], loops: &[SymbolId]) -> Vec<SymbolId> {
         let mut out = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for t in terms {
             symbols_of(t, &mut out, &mut seen);
         }
@@ -2867,7 +2933,7 @@ impl<'a> Encoder<'a> {
     /// a loop has not left it.
     fn inner_exit_facts(&mut self, t: &Term, inst: usize, inside: &[SymbolId], out: &mut Vec<Bool>) {
         let mut syms = Vec::new();
-        symbols_of(t, &mut syms, &mut HashSet::new());
+        symbols_of(t, &mut syms, &mut HashSet::default());
         for n in syms {
             let Origin::ExitCount { label } = self.model.symbol(n).origin else {
                 continue;
@@ -2970,7 +3036,7 @@ impl<'a> Encoder<'a> {
             self.enc_int(&b.phase.grid, 1),
         ];
         for (t, inst) in [(&a.pc, 0), (&a.offset, 0), (&b.pc, 1), (&b.offset, 1)] {
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::default();
             self.no_overflow(t, inst, &mut seen, &mut side);
         }
         let collective = Bool::from_bool(a.collective && b.collective);
@@ -3058,7 +3124,7 @@ impl<'a> Encoder<'a> {
         }
         // Products stay abstract here (an over-approximation): unsat is sure.
         let work = self.allowance;
-        self.clock_for(work).watch(|| check_within(&solver, work)) != SatResult::Unsat
+        self.clock_for(work).watch(|| check_within(&solver, &[], work)) != SatResult::Unsat
     }
 
     /// Decides whether records `i` and `j` conflict, in the passes of
@@ -3076,6 +3142,7 @@ impl<'a> Encoder<'a> {
     fn in_passes(&mut self, mut once: impl FnMut(&mut Self) -> Outcome) -> Outcome {
         self.hints.clear();
         self.degenerate_tries = 0;
+        self.degenerate_cores.clear();
         let full = self.allowance;
         let mut pass = |this: &mut Self, pass: Pass, work: Work| {
             this.pass = pass;
@@ -3320,7 +3387,7 @@ impl<'a> Encoder<'a> {
     /// The values of the scalar parameters `terms` mention, by name.
     fn param_values(&mut self, m: &z3::Model, terms: &[&Term]) -> Vec<(String, String)> {
         let mut params = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for t in terms {
             collect_params(t, &mut params, &mut seen);
         }
@@ -3413,7 +3480,7 @@ impl<'a> Encoder<'a> {
             solver.assert(d);
         }
         let work = self.allowance;
-        !matches!(self.clock.watch(|| check_within(&solver, work)), SatResult::Unsat)
+        !matches!(self.clock.watch(|| check_within(&solver, &[], work)), SatResult::Unsat)
     }
 }
 
@@ -3480,7 +3547,7 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
         }
     }
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for t in offsets {
         factors(t, &mut seen, &mut out);
     }
@@ -3488,7 +3555,7 @@ fn strides(offsets: [&Term; 2], guards: [&Term; 2]) -> Vec<u32> {
         let mut param = |k: &TermKind| matches!(k, TermKind::Param(j) if *j == i);
         !guards
             .iter()
-            .any(|g| crate::ir::term::mentions(g, &mut param, &mut HashSet::new()))
+            .any(|g| crate::ir::term::mentions(g, &mut param, &mut HashSet::default()))
     });
     out
 }
@@ -3615,7 +3682,7 @@ fn nonlinear_params(terms: &[&Term]) -> (Vec<u32>, Vec<u32>) {
             walk(c, seen, inner, found);
         }
     }
-    let (mut seen, mut inner, mut found) = (HashSet::new(), HashSet::new(), Found::default());
+    let (mut seen, mut inner, mut found) = (HashSet::default(), HashSet::default(), Found::default());
     for t in terms {
         walk(t, &mut seen, &mut inner, &mut found);
     }
@@ -3639,6 +3706,11 @@ where
 /// Checks `solver` with the work left until `until`, within `clock`'s
 /// limits; none left is `unknown`.
 fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
+    check_until_assuming(solver, &[], until, clock)
+}
+
+/// [`check_until`] under `assumptions` (their core is the solver's after unsat).
+fn check_until_assuming(solver: &Solver, assumptions: &[Bool], until: Work, clock: Clock) -> SatResult {
     // Fresh: what building the query cost is off this check's work.
     read_meter();
     let w0 = work_done();
@@ -3651,7 +3723,7 @@ fn check_until(solver: &Solver, until: Work, clock: Clock) -> SatResult {
         return SatResult::Unknown;
     }
     let t0 = Instant::now();
-    let r = clock.watch(|| check_within(solver, left));
+    let r = clock.watch(|| check_within(solver, assumptions, left));
     crate::profile::record(
         match r {
             SatResult::Sat => "check sat",

@@ -22,7 +22,7 @@
 //! Everything here over-approximates the thread's behaviours: a symbol can
 //! take any value its facts allow. That is what makes a `pass` sound.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 use crate::ir::access::{AccessModel, AccessRecord, Group, LoopRecord, Origin, Phase, Scope, Symbol, SyncRecord};
 use crate::ir::term::{SymbolId, Term, TermKind, Terms};
@@ -76,7 +76,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: boo
     let mut exec = Exec {
         kernel,
         lanes_along_x,
-        exchanges: HashMap::new(),
+        exchanges: HashMap::default(),
         model: AccessModel {
             terms: Terms::new(),
             symbols: Vec::new(),
@@ -86,7 +86,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: boo
             assumptions: Vec::new(),
             warp_size,
             unknowns: Vec::new(),
-            no_wrap: HashSet::new(),
+            no_wrap: HashSet::default(),
             assumed: Vec::new(),
             read_only: read_only_objects(kernel),
         },
@@ -476,7 +476,7 @@ impl<'k> Exec<'k> {
         let w = self.model.warp_size as i128;
         let divides = |d: Option<i128>| d.filter(|d| *d > 0 && w % d == 0);
         let v = matches!(
-            self.scope_of(t, &HashMap::new(), &self.loops),
+            self.scope_of(t, &HashMap::default(), &self.loops),
             Scope::Block | Scope::Grid
         ) || match &t.kind {
             TermKind::Binary(BinOp::Rem, ty, a, b) if ty.is_int() => {
@@ -597,7 +597,7 @@ impl<'k> Exec<'k> {
                     .all(|f| is(f, Builtin::ThreadIdx(crate::ir::Dim::X)) || f.as_int().is_some());
             let row = fs.iter().any(|f| is(f, Builtin::BlockDim(crate::ir::Dim::X))) && fs.iter().any(|f| vanishes(f));
             let shared = matches!(
-                self.scope_of(s, &HashMap::new(), &self.loops),
+                self.scope_of(s, &HashMap::default(), &self.loops),
                 Scope::Block | Scope::Grid
             );
             (lane || row || shared) && ok_sign
@@ -606,7 +606,7 @@ impl<'k> Exec<'k> {
 
     /// Whether every lane of a warp sees the same value of `t`.
     fn warp_uniform(&self, t: &Term) -> bool {
-        !matches!(self.scope_of(t, &HashMap::new(), &self.loops), Scope::Thread)
+        !matches!(self.scope_of(t, &HashMap::default(), &self.loops), Scope::Thread)
     }
 
     fn full_width(&mut self, st: &mut State, width: &Option<Expr>) -> bool {
@@ -681,7 +681,7 @@ impl<'k> Exec<'k> {
         let operand = match p.args.first() {
             Some(a) if self.lanes_along_x && uniform && reduction && full_mask => {
                 let x = self.eval(st, a);
-                self.lane_determined(&x, &mut HashMap::new()).then_some(x)
+                self.lane_determined(&x, &mut HashMap::default()).then_some(x)
             }
             _ => None,
         };
@@ -755,11 +755,11 @@ impl<'k> Exec<'k> {
         if !is_ph(&value) {
             return false;
         }
-        let lanes = self.model.terms.substitute(&lanes, closed, &mut HashMap::new());
+        let lanes = self.model.terms.substitute(&lanes, closed, &mut HashMap::default());
         let mut seen: Vec<i128> = Vec::new();
         for i in 0..n {
-            let at = HashMap::from([(k, self.model.terms.int(i, COUNTER_TY))]);
-            let o = self.model.terms.substitute(&lanes, &at, &mut HashMap::new());
+            let at = HashMap::from_iter([(k, self.model.terms.int(i, COUNTER_TY))]);
+            let o = self.model.terms.substitute(&lanes, &at, &mut HashMap::default());
             match o.as_int() {
                 Some(v) if v > 0 && v < w && v & (v - 1) == 0 && !seen.contains(&v) => seen.push(v),
                 _ => return false,
@@ -825,7 +825,7 @@ impl<'k> Exec<'k> {
     }
 
     fn assigned_slots(&self, l: &Loop) -> (Vec<usize>, bool, bool) {
-        let mut slots = HashSet::new();
+        let mut slots = HashSet::default();
         let (mut block_barrier, mut warp_barrier) = (false, false);
         let mut visit = |s: &Stmt| match &s.kind {
             StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => {
@@ -861,7 +861,7 @@ impl<'k> Exec<'k> {
     fn run_loop(&mut self, st: &mut State, l: &Loop, s: &Stmt) {
         let (slots, block_barrier, warp_barrier) = self.assigned_slots(l);
         // Entry values, materialised (a variable without one is uninitialised).
-        let mut entry: HashMap<usize, Term> = HashMap::new();
+        let mut entry: HashMap<usize, Term> = HashMap::default();
         for &slot in &slots {
             let value = match st.vars[slot].clone() {
                 Some(v) => v,
@@ -899,7 +899,7 @@ impl<'k> Exec<'k> {
             s.span,
         );
         let TermKind::Symbol(k_id) = k.kind else { unreachable!() };
-        let mut placeholders: HashMap<usize, SymbolId> = HashMap::new();
+        let mut placeholders: HashMap<usize, SymbolId> = HashMap::default();
         self.loops.push(k_id);
         for &slot in &slots {
             let (name, ty) = (self.slot_name(slot), self.slot_ty(slot));
@@ -934,17 +934,17 @@ impl<'k> Exec<'k> {
         self.loops.pop();
 
         // Closed forms of the loop-carried values in `k`.
-        let mut closed: HashMap<SymbolId, Term> = HashMap::new();
+        let mut closed: HashMap<SymbolId, Term> = HashMap::default();
         // How widely the fresh values are shared (placeholders' assumed scopes).
-        let mut assumed: HashMap<SymbolId, Scope> = HashMap::new();
+        let mut assumed: HashMap<SymbolId, Scope> = HashMap::default();
         let mut fresh_slots: Vec<usize> = Vec::new();
         // The loop's trip count, when constants fix it.
         let mut trip: Option<i128> = None;
         // The fresh symbol each of them got.
-        let mut fresh_symbols: HashMap<usize, SymbolId> = HashMap::new();
+        let mut fresh_symbols: HashMap<usize, SymbolId> = HashMap::default();
         // The fresh values that are warp all-reductions (`all_reduction`),
         // with the reduced value where every warp reduces the same one.
-        let mut butterflies: HashMap<usize, Option<Term>> = HashMap::new();
+        let mut butterflies: HashMap<usize, Option<Term>> = HashMap::default();
         if st.pc.is_false() {
             // No iteration reaches the next: only iteration 0 runs.
             for &slot in &slots {
@@ -966,7 +966,7 @@ impl<'k> Exec<'k> {
                     continue;
                 }
                 let end = st.vars[slot].clone().expect("assigned in the loop");
-                let end = self.model.terms.substitute(&end, &invariant, &mut HashMap::new());
+                let end = self.model.terms.substitute(&end, &invariant, &mut HashMap::default());
                 if let Some(form) = self.closed_form(&end, ph, &entry[&slot], &k, sym_mark, slot) {
                     closed.insert(ph, form);
                 } else {
@@ -1010,7 +1010,7 @@ impl<'k> Exec<'k> {
                     let end = st.vars[slot].clone().expect("assigned in the loop");
                     if self.all_reduction(&end, ph, n, &closed, k_id) {
                         let start = entry[&slot].clone();
-                        let block = self.lanes_along_x && self.lane_determined(&start, &mut HashMap::new());
+                        let block = self.lanes_along_x && self.lane_determined(&start, &mut HashMap::default());
                         butterflies.insert(slot, block.then_some(start));
                     }
                 }
@@ -1020,7 +1020,7 @@ impl<'k> Exec<'k> {
             // as its entry value and its update, found by a fixpoint from the
             // optimistic start.
             for (&ph, form) in &closed {
-                let sc = self.scope_of(form, &HashMap::new(), &inner);
+                let sc = self.scope_of(form, &HashMap::default(), &inner);
                 assumed.insert(ph, sc);
             }
             for &slot in &fresh_slots {
@@ -1028,7 +1028,7 @@ impl<'k> Exec<'k> {
                     Some(BLOCK) => Scope::Block,
                     Some(WARP) => Scope::Warp,
                     Some(GRID) => Scope::Grid,
-                    _ => self.scope_of(&entry[&slot], &HashMap::new(), &outer),
+                    _ => self.scope_of(&entry[&slot], &HashMap::default(), &outer),
                 };
                 assumed.insert(placeholders[&slot], sc);
             }
@@ -1096,7 +1096,7 @@ impl<'k> Exec<'k> {
         }
         // Rewrite everything the iteration produced: closed forms, then the
         // entry condition (and that signed counters fit their type).
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         let marks = Marks {
             records: rec_mark,
             symbols: sym_mark,
@@ -1165,7 +1165,7 @@ impl<'k> Exec<'k> {
             Origin::ExitCount { label: l.label },
             s.span,
         );
-        let mut at_exit = HashMap::new();
+        let mut at_exit = HashMap::default();
         if !closed.contains_key(&k_id) {
             // A trip count fixed by constants is that constant: phases
             // after the loop are then constants apart, and an enclosing
@@ -1208,7 +1208,7 @@ impl<'k> Exec<'k> {
                 at_exit.insert(f, t);
             }
         }
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         for ex in &mut exits {
             let pc = self.terms().and(guard.clone(), ex.pc.clone());
             ex.pc = pc;
@@ -1226,10 +1226,10 @@ impl<'k> Exec<'k> {
     fn constant_trip_count(&mut self, cond: &Term, closed: &HashMap<SymbolId, Term>, k: SymbolId) -> Option<i128> {
         /// Longer constant loops keep a symbolic count.
         const MAX_TRIPS: i128 = 1 << 12;
-        let cond = self.model.terms.substitute(cond, closed, &mut HashMap::new());
+        let cond = self.model.terms.substitute(cond, closed, &mut HashMap::default());
         for j in 0..=MAX_TRIPS {
-            let at = HashMap::from([(k, self.model.terms.int(j, COUNTER_TY))]);
-            let v = self.model.terms.substitute(&cond, &at, &mut HashMap::new());
+            let at = HashMap::from_iter([(k, self.model.terms.int(j, COUNTER_TY))]);
+            let v = self.model.terms.substitute(&cond, &at, &mut HashMap::default());
             match v.as_bool() {
                 Some(true) => continue,
                 Some(false) => return Some(j),
@@ -1261,16 +1261,16 @@ impl<'k> Exec<'k> {
         let mut prefix = vec![0i128];
         for j in 0..n {
             let kj = self.model.terms.int(j, COUNTER_TY);
-            let at_k = HashMap::from([(k, kj.clone())]);
-            let mut at: HashMap<SymbolId, Term> = HashMap::new();
+            let at_k = HashMap::from_iter([(k, kj.clone())]);
+            let mut at: HashMap<SymbolId, Term> = HashMap::default();
             for (&v, form) in closed {
-                at.insert(v, self.model.terms.substitute(form, &at_k, &mut HashMap::new()));
+                at.insert(v, self.model.terms.substitute(form, &at_k, &mut HashMap::default()));
             }
             at.insert(k, kj);
             let mut value_at = |base: i128| {
                 let mut map = at.clone();
                 map.insert(ph, self.model.terms.int(base, PHASE_TY));
-                self.model.terms.substitute(end, &map, &mut HashMap::new()).as_int()
+                self.model.terms.substitute(end, &map, &mut HashMap::default()).as_int()
             };
             let (a, b) = (value_at(0)?, value_at(PROBE)?);
             // The end is the top plus a constant, and counters never go back.
@@ -1366,7 +1366,7 @@ impl<'k> Exec<'k> {
             !crate::ir::term::mentions(
                 t,
                 &mut |kind| matches!(kind, TermKind::Symbol(s) if s.index() >= sym_mark),
-                &mut HashSet::new(),
+                &mut HashSet::default(),
             )
         };
         let body = strip(end);

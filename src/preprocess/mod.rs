@@ -19,8 +19,8 @@ mod expand;
 pub mod lex;
 pub mod map;
 
+use crate::hash::{HashMap, HashSet};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -427,10 +427,10 @@ impl Session {
         Session {
             config,
             strings: Vec::new(),
-            syms: HashMap::new(),
-            file_toks: HashMap::new(),
-            inclusions: HashMap::new(),
-            resolved: HashMap::new(),
+            syms: HashMap::default(),
+            file_toks: HashMap::default(),
+            inclusions: HashMap::default(),
+            resolved: HashMap::default(),
             builtin: None,
             pool: FragmentPool::default(),
         }
@@ -461,15 +461,15 @@ impl Session {
     /// Preprocesses one translation unit.
     pub fn preprocess(&mut self, db: &mut SourceDb, root: FileId) -> Unit {
         let mut st = UnitState {
-            macros: HashMap::new(),
+            macros: HashMap::default(),
             macro_hash: 0,
-            once: HashSet::new(),
+            once: HashSet::default(),
             once_hash: 0,
             include_stack: Vec::new(),
             recording: Vec::new(),
             fragments: Vec::new(),
             diags: Vec::new(),
-            files: HashMap::new(),
+            files: HashMap::default(),
             file_order: Vec::new(),
             counter: 0,
         };
@@ -488,7 +488,7 @@ impl Session {
         self.process_file(db, &mut st, root, &mut em);
         em.flush(&mut st, &mut self.pool);
         st.file_order.retain(|&f| f != builtin);
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         st.diags.retain(|d| seen.insert(d.clone()));
         Unit {
             root,

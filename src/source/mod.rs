@@ -6,7 +6,7 @@
 //! preprocessed text; the preprocessor's [`crate::preprocess::SourceMap`] is what
 //! turns positions in expanded text into spans.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

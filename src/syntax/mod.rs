@@ -152,8 +152,8 @@ impl<'t> NodeExt<'t> for Node<'t> {
 
     fn field(&self, name: &'static str) -> Option<Node<'t>> {
         thread_local! {
-            static IDS: RefCell<std::collections::HashMap<usize, Option<std::num::NonZeroU16>>> =
-                RefCell::new(std::collections::HashMap::new());
+            static IDS: RefCell<crate::hash::HashMap<usize, Option<std::num::NonZeroU16>>> =
+                RefCell::new(crate::hash::HashMap::default());
         }
         let key = name.as_ptr() as usize ^ (name.len() << 48);
         let id = IDS.with(|ids| {

@@ -22,7 +22,8 @@
 //! division obeys the nesting for every sign: `trunc(trunc(a/b)/c) =
 //! trunc(a/(b*c))`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::ir::term::{Term, TermKind};
 use crate::ir::{BinOp, ScalarTy, UnOp};
@@ -120,7 +121,7 @@ impl Normalizer {
         // once the remainder's own quotient is known. Forms computed while
         // registering may miss later quotients: forgotten after each round.
         for _ in 0..2 {
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::default();
             for t in terms {
                 self.register(t, &mut seen);
             }

@@ -225,7 +225,7 @@ impl Encoder<'_> {
             // Offsets that unpack an index and rebuild it: each equals its
             // normal form, and the forms split.
             let mut products = Vec::new();
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::default();
             for t in [a, b] {
                 products_within(t, &mut products, &mut seen);
             }
@@ -251,7 +251,7 @@ impl Encoder<'_> {
                 let value = self.sum_value(&sum.monos, 1, inst);
                 let offset = self.enc_int(t, inst);
                 let mut own = Vec::new();
-                let mut seen = HashSet::new();
+                let mut seen = HashSet::default();
                 for u in std::iter::once(t).chain(sum.monos.iter().flat_map(|m| &m.factors)) {
                     self.defined(u, inst, &mut seen, &mut own);
                 }
@@ -359,7 +359,7 @@ impl Encoder<'_> {
             .chain(&products)
         {
             if candidates.iter().any(|(_, _, c)| c.id == f.id)
-                || crate::ir::term::mentions(f, &mut { per_thread }, &mut HashSet::new())
+                || crate::ir::term::mentions(f, &mut { per_thread }, &mut HashSet::default())
             {
                 continue;
             }
@@ -506,7 +506,7 @@ impl Encoder<'_> {
     /// `inst` (those whose static interval already fits are left out).
     fn fits_premises(&mut self, fits: &[Term], inst: usize) -> Vec<Bool> {
         let mut out = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for t in fits {
             let TermKind::Cast(a) = &t.kind else { continue };
             if !seen.insert(t.id) || within(self.interval(a), range_of(t.ty)) {

@@ -5,7 +5,7 @@
 //! CPU limit is interrupted by a watchdog thread instead: the net then
 //! depends on the work the check did, not on what else runs.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
