@@ -1008,6 +1008,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if options.settle && participation == Verdict::Alarm {
             break;
         }
+        // As for memory below: with its half spent, nothing but unknowns.
+        if participation == Verdict::Unknown
+            && (spent() >= budget / 2 || crate::obligation::smt::thread_cpu() >= deadline)
+        {
+            break;
+        }
         let model = model_of(at, &mut jobs, &mut models, &mut assumptions);
         let (k, mopts) = (&e.kernels[jobs[at].instantiation], &jobs[at].mopts);
         let mut mopts = mopts.clone();
@@ -1036,6 +1042,13 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     {
         for i in 0..jobs.len() {
             if options.settle && memory == Verdict::Alarm {
+                break;
+            }
+            // With the budget spent, a later job can only add unknowns to a
+            // verdict already unknown (alarms need the solver; a job with
+            // nothing to check passes): its model, costly for large
+            // kernels, is not built.
+            if memory == Verdict::Unknown && (spent() >= budget || crate::obligation::smt::thread_cpu() >= deadline) {
                 break;
             }
             let model = model_of(i, &mut jobs, &mut models, &mut assumptions);
