@@ -1004,14 +1004,14 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let deadline = crate::obligation::smt::thread_cpu() + std::time::Duration::from_millis(net_ms);
     let solving = crate::obligation::smt::work_done();
     let spent = || crate::obligation::smt::work_done() - solving;
+    // Whether a condition with `limit` of the budget can decide no more.
+    let exhausted = |limit| spent() >= limit || crate::obligation::smt::thread_cpu() >= deadline;
     for at in 0..jobs.len() {
         if options.settle && participation == Verdict::Alarm {
             break;
         }
         // As for memory below: with its half spent, nothing but unknowns.
-        if participation == Verdict::Unknown
-            && (spent() >= budget / 2 || crate::obligation::smt::thread_cpu() >= deadline)
-        {
+        if participation == Verdict::Unknown && exhausted(budget / 2) {
             break;
         }
         let model = model_of(at, &mut jobs, &mut models, &mut assumptions);
@@ -1048,7 +1048,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             // verdict already unknown (alarms need the solver; a job with
             // nothing to check passes): its model, costly for large
             // kernels, is not built.
-            if memory == Verdict::Unknown && (spent() >= budget || crate::obligation::smt::thread_cpu() >= deadline) {
+            if memory == Verdict::Unknown && exhausted(budget) {
                 break;
             }
             let model = model_of(i, &mut jobs, &mut models, &mut assumptions);

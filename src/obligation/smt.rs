@@ -339,33 +339,6 @@ fn configure(solver: &Solver) {
     solver.set_params(&params);
 }
 
-/// The strategy Z3's default solver picks for this crate's queries (they
-/// hold integers, Booleans and functions over them), in its order: after
-/// `simplify`, linear integer arithmetic; with uninterpreted functions;
-/// nonlinear; else the preamble and the SMT core. A solver made from it
-/// costs about 1.5 ms to make and check once, a default one (which builds
-/// every strategy Z3 has, and an incremental core) about 10 ms; but its
-/// models, and so the witness searches that start from them, differ (on
-/// ggml two alarms that need huge grids were missed when every query
-/// used it).
-fn logic_tactic() -> z3::Tactic {
-    use z3::{Probe, Tactic};
-    let preamble = Tactic::new("simplify")
-        .and_then(&Tactic::new("propagate-values"))
-        .and_then(&Tactic::new("ctx-simplify"))
-        .and_then(&Tactic::new("simplify"))
-        .and_then(&Tactic::new("solve-eqs"))
-        .and_then(&Tactic::new("elim-uncnstr"))
-        .and_then(&Tactic::new("smt"));
-    let nonlinear = Tactic::cond(&Probe::new("is-qfnia"), &Tactic::new("qfnia"), &preamble);
-    let functions = Tactic::cond(&Probe::new("is-qfauflia"), &Tactic::new("qfauflia"), &nonlinear);
-    Tactic::new("simplify").and_then(&Tactic::cond(
-        &Probe::new("is-qflia"),
-        &Tactic::new("qflia"),
-        &functions,
-    ))
-}
-
 /// Checks `solver` with at most `work` (the clock's net is
 /// [`Clock::watch`]). The limit is the context's, set for this check only:
 /// a solver without an `rlimit` of its own takes the context's, and
@@ -2296,7 +2269,7 @@ impl<'a> Encoder<'a> {
             if work_done() - started >= DEGENERATE_TRY_WORK {
                 break;
             }
-            let named: Vec<(String, i128)> = pins.iter().map(|(v, c)| (v.to_string(), *c)).collect();
+            let named: Pins = pins.iter().map(|(v, c)| (v.to_string(), *c)).collect();
             let pass = self.pass;
             if self
                 .degenerate_cores
@@ -2308,7 +2281,7 @@ impl<'a> Encoder<'a> {
                 }
                 continue;
             }
-            let values = match self.degenerate_values(solver, &pins, work_done() + DEGENERATE_WORK) {
+            let values = match self.degenerate_values(solver, &pins, &named, work_done() + DEGENERATE_WORK) {
                 Ok(values) => values,
                 Err(Some(core)) => {
                     self.degenerate_cores.push((pass, core));
@@ -2333,8 +2306,8 @@ impl<'a> Encoder<'a> {
         None
     }
 
-    /// An exact model of `solver`'s query with the degenerate `pins`,
-    /// searched in a Z3 context of its own from the query's text (what the
+    /// An exact model of `solver`'s query with the degenerate `pins`
+    /// (`named`: the same, by leaf name), searched in a Z3 context of its own from the query's text (what the
     /// pins make linear defined so, the rest refined): the values of the
     /// launch-wide leaves and of both threads' indices, by name. Only a
     /// success makes terms in this context, so a failed try leaves the
@@ -2351,6 +2324,7 @@ impl<'a> Encoder<'a> {
         &self,
         solver: &Solver,
         pins: &[(Int, i128)],
+        named: &Pins,
         until: Work,
     ) -> Result<Vec<(String, i128)>, Option<Pins>> {
         const ROUNDS: usize = 8;
@@ -2424,7 +2398,6 @@ impl<'a> Encoder<'a> {
         }
         let clock = self.clock;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
-        let named: Vec<(String, i128)> = pins.iter().map(|(v, c)| (v.to_string(), *c)).collect();
         in_fresh_context(move || {
             let side = self.new_solver();
             side.from_string(text);
@@ -3179,11 +3152,7 @@ impl<'a> Encoder<'a> {
         let mut facts = self.shape_facts();
         facts.extend(self.product_lemmas());
         facts.append(&mut self.defs.clone());
-        // Checked once, for unsat only: Z3's strategy for such queries
-        // alone, not a default solver (about 10 ms to make, most of this
-        // check's time).
-        let solver = logic_tactic().solver();
-        configure(&solver);
+        let solver = self.new_solver();
         for f in &facts {
             solver.assert(f);
         }
