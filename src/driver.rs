@@ -951,6 +951,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 facts,
                 mopts,
                 model: None,
+                key: String::new(),
             });
         }
     }
@@ -985,9 +986,14 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if debugging_jobs() {
             eprintln!("{}", describe_job(at, e, k, &model, &job.mopts));
         }
+        job.key = check_key(k, &model, &job.mopts);
         job.model = Some(model.clone());
         model
     };
+    // The jobs checked, by `check_key`, per condition: a job whose
+    // instantiation has the same model and options as one checked has its
+    // verdict, alarms and unknowns already (identical inputs).
+    let mut checked: [crate::hash::HashSet<String>; 2] = Default::default();
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
@@ -1015,6 +1021,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             break;
         }
         let model = model_of(at, &mut jobs, &mut models, &mut assumptions);
+        if !checked[1].insert(jobs[at].key.clone()) {
+            continue;
+        }
         let (k, mopts) = (&e.kernels[jobs[at].instantiation], &jobs[at].mopts);
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
@@ -1052,6 +1061,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 break;
             }
             let model = model_of(i, &mut jobs, &mut models, &mut assumptions);
+            if !checked[0].insert(jobs[i].key.clone()) {
+                continue;
+            }
             let (k, mopts) = (&e.kernels[jobs[i].instantiation], &jobs[i].mopts);
             let mut mopts = mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
@@ -1231,6 +1243,19 @@ struct Job {
     mopts: MemoryOptions,
     /// Its access model, once built (see `model_of` in `check_entry`).
     model: Option<std::rc::Rc<crate::ir::access::AccessModel>>,
+    /// With the model: what its checks read (`check_key`).
+    key: String,
+}
+
+/// Everything a check of `model` (of instantiation `k`) under `mopts`
+/// reads, as text: the canonical model and kernel (`ir::canon`) and the
+/// options but for the budget and deadline. Jobs with equal keys have the
+/// same verdicts, alarms and unknowns, so one check serves them all.
+fn check_key(k: &Kernel, model: &crate::ir::access::AccessModel, mopts: &MemoryOptions) -> String {
+    let mut options = mopts.clone();
+    options.budget = 0;
+    options.deadline = None;
+    format!("{options:?}\n{}", crate::ir::canon::canonical(model, k))
 }
 
 /// The access models of one instantiation, by the launch facts they hold.
@@ -1278,12 +1303,17 @@ fn for_any_launch(
         return found;
     }
     let solving = crate::obligation::smt::work_done();
+    // Instantiations with one model are searched once (see `check_key`).
+    let mut searched = crate::hash::HashSet::default();
     for (k, models) in e.kernels.iter().zip(models) {
         let mut mopts = memory_options(k, options);
         let model = model_for(models, k, &[], &mopts.shape, options);
         mopts.settle = true;
         mopts.max_alarms = 1;
         mopts.deadline = Some(deadline);
+        if !searched.insert(check_key(k, &model, &mopts)) {
+            continue;
+        }
         let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
         if proved[1] && !has(&found, Condition::Participation) {
             mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving) / 2;

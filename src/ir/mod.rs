@@ -14,6 +14,7 @@
 //! `Local`, which no thread shares.
 
 pub mod access;
+pub mod canon;
 pub mod fold;
 pub mod print;
 pub mod term;
