@@ -189,6 +189,7 @@ const BUILTIN_COMMON: &str = "\
 #define NAN __builtin_nanf(\"\")
 #define M_PI 3.14159265358979323846
 #define NULL nullptr
+#define __align__(n) __attribute__((aligned(n)))
 ";
 
 const BUILTIN_CUDA: &str = "\
