@@ -951,7 +951,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 facts,
                 mopts,
                 model: None,
-                key: String::new(),
+                key: std::rc::Rc::from(""),
             });
         }
     }
@@ -986,14 +986,14 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if debugging_jobs() {
             eprintln!("{}", describe_job(at, e, k, &model, &job.mopts));
         }
-        job.key = check_key(k, &model, &job.mopts);
+        job.key = check_key(k, &model, &job.mopts).into();
         job.model = Some(model.clone());
         model
     };
     // The jobs checked, by `check_key`, per condition: a job whose
     // instantiation has the same model and options as one checked has its
     // verdict, alarms and unknowns already (identical inputs).
-    let mut checked: [crate::hash::HashSet<String>; 2] = Default::default();
+    let mut checked: [crate::hash::HashSet<std::rc::Rc<str>>; 2] = Default::default();
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
@@ -1243,8 +1243,9 @@ struct Job {
     mopts: MemoryOptions,
     /// Its access model, once built (see `model_of` in `check_entry`).
     model: Option<std::rc::Rc<crate::ir::access::AccessModel>>,
-    /// With the model: what its checks read (`check_key`).
-    key: String,
+    /// With the model: what its checks read (`check_key`), shared with
+    /// the sets of keys checked (a large model's text is large).
+    key: std::rc::Rc<str>,
 }
 
 /// Everything a check of `model` (of instantiation `k`) under `mopts`

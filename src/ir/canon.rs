@@ -24,7 +24,7 @@ pub fn canonical(model: &AccessModel, kernel: &Kernel) -> String {
         out: String::new(),
         numbers: HashMap::default(),
     };
-    c.write(model);
+    c.write();
     c.out
 }
 
@@ -37,8 +37,8 @@ struct Canon<'a> {
 }
 
 impl Canon<'_> {
-    fn write(&mut self, m: &AccessModel) {
-        let k = self.kernel;
+    fn write(&mut self) {
+        let (k, m) = (self.kernel, self.model);
         let _ = writeln!(
             self.out,
             "kernel {} {:?} warp {}\nparams {:?}\nobjects {:?}\nsyms {:?}\nunknowns {:?}",
