@@ -3,8 +3,8 @@
 # kernel, both conditions), as a user runs it. Prints the wall time of the
 # whole run, each kernel's checking time as median / 95th percentile /
 # maximum (over all kernels, then over those that use warp primitives), the
-# verdict table, how many kernels the clock's safety net stopped, and the
-# peak memory.
+# verdict table, how many kernels the clock's safety net stopped, the
+# peak memory, and the CPU time (the VMs drift: compare runs back to back).
 #   scripts/bench-audit.sh [DIR] [-- AUDIT FLAGS…]   (DIR defaults to $WARPDRF_LLAMA_DIR;
 #   AUDIT_CSV=FILE keeps the audit's CSV, with each kernel's time)
 set -euo pipefail
@@ -25,12 +25,12 @@ import json, sys
 for k in json.load(sys.stdin)["kernels"]:
     if k["uses_warp_primitives"]:
         print(k["kernel"])' | sort -u > "$tmp/warp"
-/usr/bin/time -f "%e %M" -o "$tmp/time" "$bin" audit --timings --format csv "$@" "$dir" > "$tmp/audit.csv" 2> "$tmp/stderr" || true
+/usr/bin/time -f "%e %M %U %S" -o "$tmp/time" "$bin" audit --timings --format csv "$@" "$dir" > "$tmp/audit.csv" 2> "$tmp/stderr" || true
 [[ -n "${AUDIT_CSV:-}" ]] && cp "$tmp/audit.csv" "$AUDIT_CSV"
 python3 - "$tmp/audit.csv" "$tmp/time" "$tmp/warp" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-wall, kb = open(sys.argv[2]).read().split()[-2:]
+wall, kb, user, system = open(sys.argv[2]).read().split()[-4:]
 warp = set(open(sys.argv[3]).read().split())
 def spread(rs):
     t = sorted(int(r["time_ms"]) / 1000 for r in rs)
@@ -40,6 +40,8 @@ def spread(rs):
     return f"median {pick(0.5):.2f}s, p95 {pick(0.95):.2f}s, max {t[-1]:.2f}s"
 print(f"kernels: {len(rows)} ({sum(r['kernel'] in warp for r in rows)} use warp primitives)")
 print(f"wall: {float(wall):.1f}s; peak RSS: {int(kb) // 1024} MiB")
+total = sum(int(r["time_ms"]) for r in rows) / 1000
+print(f"cpu: {float(user) + float(system):.1f}s (user+system); sum of kernel times: {total:.1f}s")
 print(f"per kernel (all): {spread(rows)}")
 print(f"per kernel (warp): {spread([r for r in rows if r['kernel'] in warp])}")
 verdicts = ["pass", "discharged", "alarm", "unknown"]
