@@ -951,7 +951,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 facts,
                 mopts,
                 model: None,
-                key: std::rc::Rc::from(""),
             });
         }
     }
@@ -960,40 +959,36 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // reached. The launch's facts hold for every thread: part of the
     // model, unless they contradict each other (every obligation would
     // then hold vacuously).
-    let model_of = |at: usize,
-                    jobs: &mut Vec<Job>,
-                    models: &mut Vec<Models>,
-                    assumptions: &mut Vec<String>|
-     -> std::rc::Rc<crate::ir::access::AccessModel> {
-        let job = &mut jobs[at];
-        if let Some(m) = &job.model {
-            return m.clone();
-        }
-        let k = &e.kernels[job.instantiation];
-        let cache = &mut models[job.instantiation];
-        let mut model = model_for(cache, k, &job.facts, &job.mopts.shape, options);
-        if !job.facts.is_empty()
-            && !crate::obligation::smt::Encoder::new(k, &model, job.mopts.shape.clone(), job.mopts.work)
-                .launch_consistent()
-        {
-            model = model_for(cache, k, &[], &job.mopts.shape, options);
-            let a =
-                "the facts found at the kernel's launch sites contradict each other; they were not used".to_string();
-            if !assumptions.contains(&a) {
-                assumptions.push(a);
+    let model_of =
+        |at: usize, jobs: &mut Vec<Job>, models: &mut Vec<Models>, assumptions: &mut Vec<String>| -> Modelled {
+            let job = &mut jobs[at];
+            if let Some(m) = &job.model {
+                return m.clone();
             }
-        }
-        if debugging_jobs() {
-            eprintln!("{}", describe_job(at, e, k, &model, &job.mopts));
-        }
-        job.key = check_key(k, &model, &job.mopts).into();
-        job.model = Some(model.clone());
-        model
-    };
+            let k = &e.kernels[job.instantiation];
+            let cache = &mut models[job.instantiation];
+            let mut model = model_for(cache, k, &job.facts, &job.mopts.shape, options);
+            if !job.facts.is_empty()
+                && !crate::obligation::smt::Encoder::new(k, &model.model, job.mopts.shape.clone(), job.mopts.work)
+                    .launch_consistent()
+            {
+                model = model_for(cache, k, &[], &job.mopts.shape, options);
+                let a = "the facts found at the kernel's launch sites contradict each other; they were not used"
+                    .to_string();
+                if !assumptions.contains(&a) {
+                    assumptions.push(a);
+                }
+            }
+            if debugging_jobs() {
+                eprintln!("{}", describe_job(at, e, k, &model.model, &job.mopts));
+            }
+            job.model = Some(model.clone());
+            model
+        };
     // The jobs checked, by `check_key`, per condition: a job whose
     // instantiation has the same model and options as one checked has its
     // verdict, alarms and unknowns already (identical inputs).
-    let mut checked: [crate::hash::HashSet<std::rc::Rc<str>>; 2] = Default::default();
+    let mut checked: [crate::hash::HashSet<CheckKey>; 2] = Default::default();
     // One solver budget per kernel, counted in work (not time) so that the
     // verdicts do not depend on the machine's load.
     let budget = memory_options(e.kernel(), options).budget;
@@ -1020,10 +1015,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if participation == Verdict::Unknown && exhausted(budget / 2) {
             break;
         }
-        let model = model_of(at, &mut jobs, &mut models, &mut assumptions);
-        if !checked[1].insert(jobs[at].key.clone()) {
+        let built = model_of(at, &mut jobs, &mut models, &mut assumptions);
+        if !checked[1].insert(check_key(&built, &jobs[at].mopts)) {
             continue;
         }
+        let model = built.model;
         let (k, mopts) = (&e.kernels[jobs[at].instantiation], &jobs[at].mopts);
         let mut mopts = mopts.clone();
         mopts.budget = (budget / 2).saturating_sub(spent());
@@ -1060,10 +1056,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             if memory == Verdict::Unknown && exhausted(budget) {
                 break;
             }
-            let model = model_of(i, &mut jobs, &mut models, &mut assumptions);
-            if !checked[0].insert(jobs[i].key.clone()) {
+            let built = model_of(i, &mut jobs, &mut models, &mut assumptions);
+            if !checked[0].insert(check_key(&built, &jobs[i].mopts)) {
                 continue;
             }
+            let model = built.model;
             let (k, mopts) = (&e.kernels[jobs[i].instantiation], &jobs[i].mopts);
             let mut mopts = mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
@@ -1082,7 +1079,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // it holds only with memory. Otherwise those jobs are checked again
     // without lane reductions, and that decides.
     let leaning: Vec<usize> = (0..jobs.len())
-        .filter(|&i| jobs[i].model.as_ref().is_some_and(|m| m.lane_reductions_read_written()))
+        .filter(|&i| {
+            jobs[i]
+                .model
+                .as_ref()
+                .is_some_and(|m| m.model.lane_reductions_read_written())
+        })
         .collect();
     if participation == Verdict::Pass && memory != Verdict::Pass && !leaning.is_empty() {
         for &i in &leaning {
@@ -1242,30 +1244,34 @@ struct Job {
     facts: Vec<crate::ir::Expr>,
     mopts: MemoryOptions,
     /// Its access model, once built (see `model_of` in `check_entry`).
-    model: Option<std::rc::Rc<crate::ir::access::AccessModel>>,
-    /// With the model: what its checks read (`check_key`), shared with
-    /// the sets of keys checked (a large model's text is large).
-    key: std::rc::Rc<str>,
+    model: Option<Modelled>,
 }
 
-/// Everything a check of `model` (of instantiation `k`) under `mopts`
-/// reads, as text: the canonical model and kernel (`ir::canon`) and the
-/// options but for the budget and deadline. Jobs with equal keys have the
-/// same verdicts, alarms and unknowns, so one check serves them all.
-fn check_key(k: &Kernel, model: &crate::ir::access::AccessModel, mopts: &MemoryOptions) -> String {
+/// An access model with its canonical text (`ir::canon`, with what the
+/// checks read of its kernel), written once when the model is built.
+#[derive(Clone)]
+struct Modelled {
+    model: std::rc::Rc<crate::ir::access::AccessModel>,
+    text: std::rc::Rc<str>,
+}
+
+/// Everything a check reads: the options but for the budget and deadline,
+/// and the model's canonical text (shared, not copied: it can be large).
+type CheckKey = (String, std::rc::Rc<str>);
+
+/// The key of a check of `built` under `mopts`. Checks with equal keys have
+/// the same verdicts, alarms and unknowns, so one serves them all.
+fn check_key(built: &Modelled, mopts: &MemoryOptions) -> CheckKey {
     let mut options = mopts.clone();
     options.budget = 0;
     options.deadline = None;
-    format!("{options:?}\n{}", crate::ir::canon::canonical(model, k))
+    (format!("{options:?}"), built.text.clone())
 }
 
 /// The access models of one instantiation, by the launch facts they hold.
 /// Access models by launch facts and whether the launch lays warps along
 /// `threadIdx.x` (`Shape::lanes_along_x`).
-type Models = Vec<(
-    (Vec<crate::ir::Expr>, bool),
-    std::rc::Rc<crate::ir::access::AccessModel>,
-)>;
+type Models = Vec<((Vec<crate::ir::Expr>, bool), Modelled)>;
 
 /// `k`'s access model with launch facts `facts` under launches of `shape`,
 /// built once: shapes that differ only in their extents share it (unless
@@ -1277,13 +1283,18 @@ fn model_for(
     facts: &[crate::ir::Expr],
     shape: &crate::obligation::Shape,
     options: &Options,
-) -> std::rc::Rc<crate::ir::access::AccessModel> {
+) -> Modelled {
     let lanes = shape.lanes_along_x(options.lower.warp_size);
     if let Some((_, m)) = models.iter().find(|((f, l), _)| f == facts && *l == lanes) {
         return m.clone();
     }
     let _s = crate::profile::stage("model");
-    let m = std::rc::Rc::new(crate::passes::accesses::build(k, options.lower.warp_size, facts, lanes));
+    let model = crate::passes::accesses::build(k, options.lower.warp_size, facts, lanes);
+    let text = crate::ir::canon::canonical(&model, k).into();
+    let m = Modelled {
+        model: std::rc::Rc::new(model),
+        text,
+    };
     models.push(((facts.to_vec(), lanes), m.clone()));
     m
 }
@@ -1308,13 +1319,14 @@ fn for_any_launch(
     let mut searched = crate::hash::HashSet::default();
     for (k, models) in e.kernels.iter().zip(models) {
         let mut mopts = memory_options(k, options);
-        let model = model_for(models, k, &[], &mopts.shape, options);
+        let built = model_for(models, k, &[], &mopts.shape, options);
         mopts.settle = true;
         mopts.max_alarms = 1;
         mopts.deadline = Some(deadline);
-        if !searched.insert(check_key(k, &model, &mopts)) {
+        if !searched.insert(check_key(&built, &mopts)) {
             continue;
         }
+        let model = built.model;
         let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
         if proved[1] && !has(&found, Condition::Participation) {
             mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving) / 2;
