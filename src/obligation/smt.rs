@@ -3029,7 +3029,8 @@ impl<'a> Encoder<'a> {
             // unknowns (the size of a type parameter).
             Some((x, y)) => {
                 let (ex, ey) = (self.enc_int(&x, 0), self.enc_int(&y, 1));
-                let lemmas = self.radix_lemmas(&x, &y, ex.eq(&ey));
+                let mut lemmas = self.radix_lemmas(&x, &y, ex.eq(&ey));
+                self.guard_lemmas_for_splits(&mut lemmas, a, b);
                 self.use_lemmas(lemmas, &mut side);
                 ex.eq(&ey)
             }
@@ -3043,6 +3044,7 @@ impl<'a> Encoder<'a> {
                         .1
                         .extend(self.overlap_is_equality(&a.offset, &b.offset, [&a.width, &b.width], &overlap));
                 }
+                self.guard_lemmas_for_splits(&mut lemmas, a, b);
                 self.use_lemmas(lemmas, &mut side);
                 overlap
             }
@@ -3081,6 +3083,23 @@ impl<'a> Encoder<'a> {
             shared,
         );
         (Bool::and(&[pc0, pc1, u]), side)
+    }
+
+    /// With mixed-radix lemmas, in the pass that wants them, the guards'
+    /// lemmas (see [`Self::guard_lemmas`]): what establishes the splits'
+    /// premises. Only there: they encode parts of the guards that the
+    /// guards' own encoding may have folded away, and new terms in the
+    /// query of a pass that searches for witnesses move its search.
+    fn guard_lemmas_for_splits(
+        &mut self,
+        (identities, lemmas): &mut (usize, Vec<Bool>),
+        a: &AccessRecord,
+        b: &AccessRecord,
+    ) {
+        if self.lemmas && lemmas.len() > *identities {
+            self.guard_lemmas(&a.pc, 0, lemmas);
+            self.guard_lemmas(&b.pc, 1, lemmas);
+        }
     }
 
     /// Adds `lemmas` to `side`: the first `identities` (normal forms) in
@@ -3320,7 +3339,16 @@ impl<'a> Encoder<'a> {
 
     fn dump(&self, solver: &Solver, what: &str) {
         if let Ok(dir) = std::env::var("WARPDRF_DUMP_SMT") {
-            let path = format!("{dir}/{}_{what}.smt2", self.kernel.name);
+            // Instantiations and passes share a name: a later query takes
+            // the next free number rather than replacing the first.
+            let base = format!("{dir}/{}_{what}", self.kernel.name);
+            let path = (0..)
+                .map(|n| match n {
+                    0 => format!("{base}.smt2"),
+                    n => format!("{base}.{n}.smt2"),
+                })
+                .find(|p| !std::path::Path::new(p).exists())
+                .unwrap_or_default();
             // The abstractions' exact definitions, as comments.
             let mut text = solver.to_smt2();
             for pr in &self.products {

@@ -117,6 +117,13 @@ impl Normalizer {
     /// form; `None` unless a remainder or quotient was rewritten and
     /// monomials cancelled (the form would tell the solver nothing new).
     pub fn normal_forms(&mut self, terms: &[&Term]) -> Option<Vec<Normal>> {
+        let out = self.polynomials(terms)?;
+        (self.rewritten && self.cancelled).then_some(out)
+    }
+
+    /// The normal forms of `terms`, news to the solver or not (for
+    /// comparisons, whose sides' difference is the news).
+    pub fn polynomials(&mut self, terms: &[&Term]) -> Option<Vec<Normal>> {
         // Twice: a quotient of a remainder (`(i % n) / m`) has its key only
         // once the remainder's own quotient is known. Forms computed while
         // registering may miss later quotients: forgotten after each round.
@@ -138,7 +145,7 @@ impl Normalizer {
                     .collect(),
             );
         }
-        (self.rewritten && self.cancelled).then_some(out)
+        Some(out)
     }
 
     fn register(&mut self, t: &Term, seen: &mut HashSet<u32>) {

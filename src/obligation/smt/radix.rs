@@ -13,8 +13,10 @@
 //! verdict, only how fast one is reached. Splits nest: the equal quotients
 //! and the equal rests are split again.
 
+use super::normal::Normal;
 use super::*;
 use crate::obligation::gcd;
+use std::collections::BTreeMap;
 
 /// How deep splits nest (`((a*n + b)*m + c)*h + d` needs three).
 const MAX_DEPTH: usize = 3;
@@ -22,6 +24,8 @@ const MAX_DEPTH: usize = 3;
 const MAX_FACTORS: usize = 4;
 /// Lemmas per pair of offsets.
 const MAX_LEMMAS: usize = 16;
+/// Lemmas per guard (see [`Encoder::guard_lemmas`]).
+const MAX_GUARD_LEMMAS: usize = 8;
 
 /// One additive part of a sum: `coef * base`, where `base` is the value of
 /// `term` when there is one (`scale` times the product of `factors`, given
@@ -45,6 +49,21 @@ impl Monomial {
             scale: 1,
             factors: Vec::new(),
             fits: Vec::new(),
+        }
+    }
+
+    /// A monomial of a normal form (see `normal`): `coef` times the
+    /// product of `factors`, atoms.
+    fn normal((factors, coef): (Vec<Term>, i128)) -> Monomial {
+        match factors.as_slice() {
+            [] => Monomial::constant(coef),
+            _ => Monomial {
+                coef,
+                term: (factors.len() == 1).then(|| factors[0].clone()),
+                scale: 1,
+                factors,
+                fits: Vec::new(),
+            },
         }
     }
 
@@ -202,6 +221,72 @@ impl Sum {
     }
 }
 
+/// `hi - lo` divided by each factor of all its monomials (none when it
+/// is zero or has a constant part): `(f, Q)` with `hi - lo = f*Q`.
+fn divided_differences(lo: &Normal, hi: &Normal) -> Vec<(Term, Normal)> {
+    let mut difference: BTreeMap<Vec<u32>, (Vec<Term>, i128)> = BTreeMap::new();
+    for (sign, form) in [(1, hi), (-1, lo)] {
+        for (factors, c) in form {
+            let key = factors.iter().map(|f| f.id).collect();
+            let entry = difference.entry(key).or_insert_with(|| (factors.clone(), 0));
+            let Some(sum) = c.checked_mul(sign).and_then(|c| entry.1.checked_add(c)) else {
+                return Vec::new();
+            };
+            entry.1 = sum;
+        }
+    }
+    difference.retain(|_, (_, c)| *c != 0);
+    let Some((first, _)) = difference.values().next() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut tried = HashSet::default();
+    for f in first {
+        if !tried.insert(f.id) || !difference.keys().all(|k| k.contains(&f.id)) {
+            continue;
+        }
+        let quotient = difference
+            .values()
+            .map(|(factors, coef)| {
+                let mut factors = factors.clone();
+                if let Some(at) = factors.iter().position(|x| x.id == f.id) {
+                    factors.remove(at);
+                }
+                (factors, *coef)
+            })
+            .collect();
+        out.push((f.clone(), quotient));
+    }
+    out
+}
+
+/// The signed comparisons within `t`, as `(strict, lower, higher, comparison)`.
+fn comparisons_in(t: &Term, out: &mut Vec<(bool, Term, Term, Term)>, seen: &mut HashSet<u32>) {
+    if !seen.insert(t.id) {
+        return;
+    }
+    if let TermKind::Binary(
+        op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+        ScalarTy::Int { signed: true, .. },
+        a,
+        b,
+    ) = &t.kind
+    {
+        // Against a constant, the difference has a constant part: no factor.
+        if a.as_int().is_none() && b.as_int().is_none() {
+            let (lo, hi) = if matches!(op, BinOp::Lt | BinOp::Le) {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            out.push((matches!(op, BinOp::Lt | BinOp::Gt), lo.clone(), hi.clone(), t.clone()));
+        }
+    }
+    for c in t.children() {
+        comparisons_in(c, out, seen);
+    }
+}
+
 /// `(c, v)` when one of `a`, `b` is the constant `c` and `v` is the other.
 fn constant<'t>(a: &'t Term, b: &'t Term) -> Option<(i128, &'t Term)> {
     match (a.as_int(), b.as_int()) {
@@ -230,19 +315,7 @@ impl Encoder<'_> {
                 products_within(t, &mut products, &mut seen);
             }
             let sums = forms.map(|form| Sum {
-                monos: form
-                    .into_iter()
-                    .map(|(factors, coef)| match factors.as_slice() {
-                        [] => Monomial::constant(coef),
-                        _ => Monomial {
-                            coef,
-                            term: (factors.len() == 1).then(|| factors[0].clone()),
-                            scale: 1,
-                            factors,
-                            fits: Vec::new(),
-                        },
-                    })
-                    .collect(),
+                monos: form.into_iter().map(Monomial::normal).collect(),
                 fits: Vec::new(),
                 products: products.clone(),
             });
@@ -269,6 +342,71 @@ impl Encoder<'_> {
             self.split(equal, [x, y], MAX_DEPTH, &mut out);
         }
         (identities, out)
+    }
+
+    /// Lemmas dividing the comparisons of thread `inst`'s guard `pc` by a
+    /// factor of every monomial of their sides' difference. A chunked
+    /// loop `for (t = s*C + x; t < (s + n)*C + x; t += C)` keeps `k*C`
+    /// below `n*C` (by distributivity, which the solver does not see
+    /// through its uninterpreted products), and its offset `(s + k)*C + x`
+    /// splits (see [`Self::split`]) only given `k < n`. For `A < B` with
+    /// `B - A = f*Q` in normal form: `f > 0 ⇒ Q > 0` and `f < 0 ⇒ Q < 0`
+    /// (`≥`, `≤` for `A ≤ B`), a theorem of integers where the sides have
+    /// their values (the premises), so a lemma changes no verdict.
+    pub(super) fn guard_lemmas(&mut self, pc: &Term, inst: usize, out: &mut Vec<Bool>) {
+        let mut comparisons = Vec::new();
+        comparisons_in(pc, &mut comparisons, &mut HashSet::default());
+        let mut made = 0;
+        for (strict, lo, hi, cmp) in comparisons {
+            if made >= MAX_GUARD_LEMMAS {
+                return;
+            }
+            let mut premise = vec![self.enc_bool(&cmp, inst)];
+            // A narrowing conversion of a side is its operand where that
+            // fits (`(int)(start + k*(int64_t)C) < end`).
+            let mut sides = [lo, hi];
+            for side in &mut sides {
+                while let TermKind::Cast(a) = &side.kind {
+                    if !(a.ty.is_int() && side.ty.is_int()) {
+                        break;
+                    }
+                    premise.extend(self.fits_premises(std::slice::from_ref(side), inst));
+                    *side = a.clone();
+                }
+            }
+            let Some(forms) = super::normal::Normalizer::default().polynomials(&[&sides[0], &sides[1]]) else {
+                continue;
+            };
+            let divided = divided_differences(&forms[0], &forms[1]);
+            if divided.is_empty() {
+                continue;
+            }
+            let mut seen = HashSet::default();
+            let mut own = Vec::new();
+            for side in &sides {
+                self.defined(side, inst, &mut seen, &mut own);
+            }
+            premise.extend(own);
+            let premise = Bool::and(&premise);
+            for (f, quotient) in divided {
+                let quotient: Vec<Monomial> = quotient.into_iter().map(Monomial::normal).collect();
+                let q = self.sum_value(&quotient, 1, inst);
+                let fv = self.enc_int(&f, inst);
+                let (positive, negative) = if strict {
+                    (q.gt(int(0)), q.lt(int(0)))
+                } else {
+                    (q.ge(int(0)), q.le(int(0)))
+                };
+                out.push(premise.implies(Bool::and(&[
+                    fv.gt(int(0)).implies(positive),
+                    fv.lt(int(0)).implies(negative),
+                ])));
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    eprintln!("guard by #{}: {}", f.id, out.last().unwrap());
+                }
+                made += 1;
+            }
+        }
     }
 
     /// That `t` has its value in integers in thread `inst`: none of its
@@ -571,6 +709,38 @@ mod tests {
         assert!(sum.monos[2].divided_by(&h).is_none());
         // `n` divides the first part too: splits nest in any order.
         assert!(sum.monos[0].divided_by(&n).is_some());
+    }
+
+    #[test]
+    fn a_chunk_bound_divides_by_the_row_width() {
+        let mut t = Terms::new();
+        let i32t = ScalarTy::I32;
+        let (b, n, w, k) = (t.param(0, i32t), t.param(1, i32t), t.param(2, i32t), t.param(3, i32t));
+        // b*n*w + k*w < (b + 1)*n*w: by `w`, `n - k`; `n` is no factor of `k*w`.
+        let bn = mul(&mut t, i32t, b.clone(), n.clone());
+        let bnw = mul(&mut t, i32t, bn, w.clone());
+        let kw = mul(&mut t, i32t, k.clone(), w.clone());
+        let lo = add(&mut t, i32t, bnw, kw);
+        let one = t.int(1, i32t);
+        let b1 = add(&mut t, i32t, b, one.clone());
+        let b1n = mul(&mut t, i32t, b1, n.clone());
+        let hi = mul(&mut t, i32t, b1n, w.clone());
+        let forms = crate::obligation::smt::normal::Normalizer::default()
+            .polynomials(&[&lo, &hi])
+            .expect("forms");
+        let divided = divided_differences(&forms[0], &forms[1]);
+        assert_eq!(divided.len(), 1);
+        let (f, mut q) = divided.into_iter().next().unwrap();
+        assert_eq!(f.id, w.id);
+        q.sort_by_key(|(_, c)| *c);
+        let q: Vec<(Vec<u32>, i128)> = q.into_iter().map(|(fs, c)| (ids(&fs), c)).collect();
+        assert_eq!(q, vec![(vec![k.id], -1), (vec![n.id], 1)]);
+        // Sides that differ by a constant have no common factor.
+        let lo2 = add(&mut t, i32t, hi.clone(), one);
+        let forms = crate::obligation::smt::normal::Normalizer::default()
+            .polynomials(&[&hi, &lo2])
+            .expect("forms");
+        assert!(divided_differences(&forms[0], &forms[1]).is_empty());
     }
 
     #[test]
