@@ -1045,32 +1045,71 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         extend_new(&mut unknowns, part.unknowns);
     }
     {
-        for i in 0..jobs.len() {
-            if options.settle && memory == Verdict::Alarm {
-                break;
+        // Each round of every job, then the next round of those that left
+        // obligations undecided (see `obligation::Rounds`).
+        // Round 0 takes every job, building its model when it comes.
+        let mut pending: Vec<(usize, Vec<crate::obligation::Obligation>)> =
+            (0..jobs.len()).map(|i| (i, Vec::new())).collect();
+        for round in 0..crate::obligation::ROUND_SHARES.len() {
+            let mut next = Vec::new();
+            for (i, undecided) in std::mem::take(&mut pending) {
+                if options.settle && memory == Verdict::Alarm {
+                    break;
+                }
+                let k = &e.kernels[jobs[i].instantiation];
+                if exhausted(budget) {
+                    memory = join(memory, Verdict::Unknown);
+                    extend_new(
+                        &mut unknowns,
+                        vec![UnknownItem {
+                            reason: "the memory check ran out of the kernel's solver budget before deciding every \
+                                     pair of accesses"
+                                .into(),
+                            span: k.span,
+                        }],
+                    );
+                    break;
+                }
+                let model = if round == 0 {
+                    let built = model_of(i, &mut jobs, &mut models, &mut assumptions);
+                    if !checked[0].insert(check_key(&built, &jobs[i].mopts)) {
+                        continue;
+                    }
+                    built.model
+                } else {
+                    jobs[i].model.as_ref().expect("built in round 0").model.clone()
+                };
+                let mut mopts = jobs[i].mopts.clone();
+                mopts.budget = budget.saturating_sub(spent());
+                mopts.deadline = Some(deadline);
+                let _s = crate::profile::stage("memory");
+                let rounds = crate::obligation::Rounds::One(round, undecided);
+                let result = crate::obligation::check_memory_rounds(k, &model, &mopts, rounds);
+                if debugging_jobs() {
+                    eprintln!(
+                        "memory of job {i}, round {round}: {:?}, {} undecided, {} unknowns",
+                        result.verdict,
+                        result.undecided.len(),
+                        result.unknowns.len()
+                    );
+                }
+                // An alarm stands whatever a later round decides.
+                if result.undecided.is_empty() || result.verdict == Verdict::Alarm {
+                    memory = join(memory, result.verdict);
+                }
+                if !result.undecided.is_empty() {
+                    next.push((i, result.undecided));
+                }
+                alarms.extend(result.alarms);
+                extend_new(&mut unknowns, result.unknowns);
+                extend_new(&mut assumptions, result.assumptions);
             }
-            // With the budget spent, a later job can only add unknowns to a
-            // verdict already unknown (alarms need the solver; a job with
-            // nothing to check passes): its model, costly for large
-            // kernels, is not built.
-            if memory == Verdict::Unknown && exhausted(budget) {
-                break;
-            }
-            let built = model_of(i, &mut jobs, &mut models, &mut assumptions);
-            if !checked[0].insert(check_key(&built, &jobs[i].mopts)) {
-                continue;
-            }
-            let model = built.model;
-            let (k, mopts) = (&e.kernels[jobs[i].instantiation], &jobs[i].mopts);
-            let mut mopts = mopts.clone();
-            mopts.budget = budget.saturating_sub(spent());
-            mopts.deadline = Some(deadline);
-            let _s = crate::profile::stage("memory");
-            let result = crate::obligation::check_memory(k, &model, &mopts);
-            memory = join(memory, result.verdict);
-            alarms.extend(result.alarms);
-            extend_new(&mut unknowns, result.unknowns);
-            extend_new(&mut assumptions, result.assumptions);
+            pending = next;
+        }
+        // The last round leaves nothing undecided; were anything left, it
+        // would be no pass.
+        if !pending.is_empty() {
+            memory = join(memory, Verdict::Unknown);
         }
     }
     // A lane reduction whose operand reads written memory is uniform over

@@ -44,6 +44,15 @@ pub struct MemoryOptions {
 /// The first round gives each obligation this fraction of its work.
 pub(crate) const FIRST_ROUND_SHARE: smt::Work = 8;
 
+/// The rounds of a kernel's memory obligations: each gives those the
+/// one before left undecided this fraction of their work, the last all
+/// of it. Most obligations are decided in far less than their limit: a
+/// hard one met early cannot spend the budget that would have decided
+/// the easy ones after it. (A first round of 1/64 cost more than it
+/// saved: a pass's heuristics and least work are beyond a small share,
+/// so hard obligations paid about as much in it as in the next.)
+pub(crate) const ROUND_SHARES: [smt::Work; 2] = [FIRST_ROUND_SHARE, 1];
+
 impl MemoryOptions {
     /// The work for the next obligation of a check that started when the
     /// context had done `started`: none once the budget is spent or the
@@ -93,6 +102,27 @@ pub struct MemoryResult {
     pub unknowns: Vec<UnknownItem>,
     pub assumptions: Vec<String>,
     pub stats: Stats,
+    /// After a round but the last ([`Rounds::One`]): the obligations it
+    /// left undecided, for the next (the verdict is `unknown` while any are).
+    pub undecided: Vec<Obligation>,
+}
+
+/// One memory obligation: two records, and whether their object is shared.
+pub type Obligation = (usize, usize, bool);
+
+/// The rounds (see [`ROUND_SHARES`]) of a kernel's memory obligations one
+/// check runs. A kernel checked under several instantiations or shapes
+/// runs each round of every job before the next round of any: a hard
+/// obligation of an early job then cannot spend the budget that would
+/// have decided, or found an alarm in, the jobs after it.
+#[derive(Clone, Debug, Default)]
+pub enum Rounds {
+    /// Every round, in turn.
+    #[default]
+    All,
+    /// Round `n` only (from 0), of every obligation when `n` is 0, else of
+    /// these (what the round before left undecided).
+    One(usize, Vec<Obligation>),
 }
 
 /// A linear form `c + Σ coeff·leaf` of a phase term; leaves are term ids,
@@ -212,11 +242,21 @@ fn describe(kind: AccessKind) -> &'static str {
 
 /// Decides the memory-ordering condition of one kernel instantiation.
 pub fn check_memory(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
-    smt::in_fresh_context(|| smt::within_budget(options.budget, || check_memory_here(kernel, model, options)))
+    check_memory_rounds(kernel, model, options, Rounds::All)
 }
 
-/// [`check_memory`] in the current Z3 context.
-fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions) -> MemoryResult {
+/// [`check_memory`] in `rounds` only.
+pub fn check_memory_rounds(
+    kernel: &Kernel,
+    model: &AccessModel,
+    options: &MemoryOptions,
+    rounds: Rounds,
+) -> MemoryResult {
+    smt::in_fresh_context(|| smt::within_budget(options.budget, || check_memory_here(kernel, model, options, rounds)))
+}
+
+/// [`check_memory_rounds`] in the current Z3 context.
+fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptions, rounds: Rounds) -> MemoryResult {
     let started = smt::work_done();
     let mut stats = Stats {
         records: model.records.len(),
@@ -295,36 +335,46 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     // all of it. A hard obligation met early thus cannot spend the budget
     // that would have decided the easy ones after it. With `settle`, the
     // first alarm (the verdict) ends the check.
-    let mut undecided: Vec<(usize, usize, bool)> = Vec::new();
     let mut skipped = 0;
-    'rounds: for round in [1, 2] {
-        let todo = std::mem::take(if round == 1 { &mut pairs } else { &mut undecided });
-        let cap = if round == 1 {
-            options.work / FIRST_ROUND_SHARE
-        } else {
-            options.work
-        };
+    let plan = match rounds {
+        Rounds::All => 0..ROUND_SHARES.len(),
+        Rounds::One(0, _) => 0..1,
+        Rounds::One(n, todo) => {
+            pairs = todo;
+            n..n + 1
+        }
+    };
+    let last = ROUND_SHARES.len() - 1;
+    let ends = plan.end == ROUND_SHARES.len();
+    'rounds: for round in plan {
+        let todo = std::mem::take(&mut pairs);
+        let cap = options.work / ROUND_SHARES[round];
         for (at, &(i, j, shared)) in todo.iter().enumerate() {
             if options.settle && !run.alarms.is_empty() {
-                skipped = todo.len() - at + if round == 1 { undecided.len() } else { 0 };
+                skipped = todo.len() - at + std::mem::take(&mut pairs).len();
                 break 'rounds;
             }
             if run.alarms.len() >= options.max_alarms {
+                pairs.clear();
                 break 'rounds;
             }
             if run.alarmed.contains(&run.key(i, j)) {
                 continue;
             }
-            match run.decide(&mut encoder, (i, j, shared), cap, started, &mut stats, round == 2) {
+            match run.decide(&mut encoder, (i, j, shared), cap, started, &mut stats, round == last) {
                 Some(true) => {}
-                Some(false) => undecided.push((i, j, shared)),
+                Some(false) => pairs.push((i, j, shared)),
                 None => {
                     out_of_time = true;
+                    pairs.clear();
                     break 'rounds;
                 }
             }
         }
     }
+    // What the last round left undecided is reported (`Run::decide`);
+    // what an earlier one left is the next round's.
+    let undecided = if ends { Vec::new() } else { pairs };
     if skipped > 0 {
         run.unknowns.push(UnknownItem {
             reason: format!(
@@ -348,13 +398,19 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     if params_alias_assumed {
         assumptions.push("distinct pointer parameters do not alias".into());
     }
-    let verdict = condition_verdict(kernel, &alarms, &unknowns);
+    // Obligations left for a later round keep the verdict unknown until
+    // it decides them.
+    let verdict = match condition_verdict(kernel, &alarms, &unknowns) {
+        Verdict::Pass if !undecided.is_empty() => Verdict::Unknown,
+        v => v,
+    };
     MemoryResult {
         verdict,
         alarms,
         unknowns,
         assumptions,
         stats,
+        undecided,
     }
 }
 
