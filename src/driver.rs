@@ -1356,6 +1356,7 @@ fn for_any_launch(
     let solving = crate::obligation::smt::work_done();
     // Instantiations with one model are searched once (see `check_key`).
     let mut searched = crate::hash::HashSet::default();
+    let mut pending = Vec::new();
     for (k, models) in e.kernels.iter().zip(models) {
         let mut mopts = memory_options(k, options);
         let built = model_for(models, k, &[], &mopts.shape, options);
@@ -1374,8 +1375,31 @@ fn for_any_launch(
         }
         if proved[0] && !has(&found, Condition::Memory) {
             mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving);
-            let memory = crate::obligation::check_memory(k, &model, &mopts);
+            let rounds = crate::obligation::Rounds::One(0, Vec::new());
+            let memory = crate::obligation::check_memory_rounds(k, &model, &mopts, rounds);
             found.extend(memory.alarms.into_iter().take(1));
+            if !memory.undecided.is_empty() {
+                pending.push((k, model, mopts, memory.undecided));
+            }
+        }
+    }
+    // The memory search's later rounds, as in `check_entry`: every
+    // instantiation's first round ran before any second.
+    for round in 1..crate::obligation::ROUND_SHARES.len() {
+        for (k, model, mut mopts, undecided) in std::mem::take(&mut pending) {
+            if found.iter().any(|a| a.condition == Condition::Memory) {
+                return found;
+            }
+            mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving);
+            if mopts.budget == 0 {
+                return found;
+            }
+            let rounds = crate::obligation::Rounds::One(round, undecided);
+            let memory = crate::obligation::check_memory_rounds(k, &model, &mopts, rounds);
+            found.extend(memory.alarms.into_iter().take(1));
+            if !memory.undecided.is_empty() {
+                pending.push((k, model, mopts, memory.undecided));
+            }
         }
     }
     found
