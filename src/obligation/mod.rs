@@ -306,8 +306,15 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         params_alias_assumed = true;
     }
     let mut out_of_time = false;
+    // The rounds to run, and for a later round its obligations (what the
+    // round before left): the candidates are then not gathered again.
+    let (plan, later) = match rounds {
+        Rounds::All => (0..ROUND_SHARES.len(), None),
+        Rounds::One(0, _) => (0..1, None),
+        Rounds::One(n, todo) => (n..n + 1, Some(todo)),
+    };
     // The obligations, in order: (record, record, shared memory).
-    let mut pairs: Vec<(usize, usize, bool)> = Vec::new();
+    let mut pairs: Vec<Obligation> = Vec::new();
     for (&object_id, recs) in &by_object {
         let object = &kernel.objects[object_id as usize];
         if object.kind == ObjectKind::Untraced {
@@ -326,24 +333,19 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         if !recs.iter().any(|&r| model.records[r].kind.writes()) {
             continue;
         }
-        let shared = object.space == Space::Shared;
-        stats.pairs += recs.len() * (recs.len() + 1) / 2;
-        run.candidates(recs, shared, &mut pairs, &mut stats);
-    }
-    // Two rounds: every obligation first with a slice of its work (most are
-    // decided in far less than their limit), then the undecided ones with
-    // all of it. A hard obligation met early thus cannot spend the budget
-    // that would have decided the easy ones after it. With `settle`, the
-    // first alarm (the verdict) ends the check.
-    let mut skipped = 0;
-    let plan = match rounds {
-        Rounds::All => 0..ROUND_SHARES.len(),
-        Rounds::One(0, _) => 0..1,
-        Rounds::One(n, todo) => {
-            pairs = todo;
-            n..n + 1
+        if later.is_none() {
+            let shared = object.space == Space::Shared;
+            stats.pairs += recs.len() * (recs.len() + 1) / 2;
+            run.candidates(recs, shared, &mut pairs, &mut stats);
         }
-    };
+    }
+    if let Some(todo) = later {
+        pairs = todo;
+    }
+    // The rounds of `plan` (see `ROUND_SHARES`): every obligation first
+    // with a slice of its work, then the undecided ones with all of it.
+    // With `settle`, the first alarm (the verdict) ends the check.
+    let mut skipped = 0;
     let last = ROUND_SHARES.len() - 1;
     let ends = plan.end == ROUND_SHARES.len();
     'rounds: for round in plan {
@@ -521,7 +523,7 @@ impl Run<'_> {
     }
 
     /// The pairs of `recs` that need the solver (cheap pruning first), appended to `out`.
-    fn candidates(&self, recs: &[usize], shared: bool, out: &mut Vec<(usize, usize, bool)>, stats: &mut Stats) {
+    fn candidates(&self, recs: &[usize], shared: bool, out: &mut Vec<Obligation>, stats: &mut Stats) {
         let model = self.model;
         for (x, &i) in recs.iter().enumerate() {
             for &j in &recs[x..] {
@@ -550,7 +552,7 @@ impl Run<'_> {
     fn decide(
         &mut self,
         encoder: &mut smt::Encoder,
-        (i, j, shared): (usize, usize, bool),
+        (i, j, shared): Obligation,
         cap: smt::Work,
         started: smt::Work,
         stats: &mut Stats,
