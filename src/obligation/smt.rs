@@ -162,13 +162,36 @@ impl Clock {
 }
 
 /// The work of one search for degenerate parameters (see
-/// `Encoder::degenerate`): a linear query, cheap when it has a model.
-const DEGENERATE_WORK: Work = 600_000;
+/// `Encoder::degenerate`): a linear query, cheap when it has a model; the
+/// first pin set's widening and releasing of pins in unsat cores (see
+/// `Encoder::degenerate_values`) and the pinned refinement here.
+const DEGENERATE_WORK: Work = 1_200_000;
 
-/// The most one try of degenerate parameters may spend: three pin sets
-/// (`Encoder::degenerate_pins`), each a search in a context of its own and
-/// the pinned refinement here; no set starts past it.
-const DEGENERATE_TRY_WORK: Work = 3 * 2 * DEGENERATE_WORK;
+/// The most one try of degenerate parameters may spend: about three pin
+/// sets (`Encoder::degenerate_pins`), each a search in a context of its
+/// own and the pinned refinement here; no set starts past it.
+const DEGENERATE_TRY_WORK: Work = 3 * DEGENERATE_WORK;
+
+/// The most pins one search for degenerate parameters widens or releases,
+/// one per unsat core (see `Encoder::degenerate_values`).
+const RELEASED_PINS: usize = 4;
+
+/// The values a degenerate parameter's pin is widened to: small extents,
+/// and negative ones (signed extents no host passes still race).
+const SMALL: [i128; 11] = [-2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+
+/// The work of one check for a core of degenerate pins (see
+/// `Encoder::degenerate_values`): conflicts among pins show within it.
+const CORE_WORK: Work = 200_000;
+
+/// The values a launch dimension in a product or a divisor first ranges
+/// over in the search for degenerate parameters.
+const DIMS: [i128; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+
+/// A product's (x, y, p) by name in a context of its own, with the leaf
+/// that makes it linear and whether that leaf is `x` (see
+/// `Encoder::degenerate_values`).
+type NamedProduct = ([String; 3], Option<(usize, bool)>);
 
 /// Values of leaves, by name.
 type Pins = Vec<(String, i128)>;
@@ -538,6 +561,24 @@ fn builtin_name(b: Builtin, inst: usize) -> Option<String> {
 /// The symbol an SMT-LIB name stands for (`|a#1|` is `a#1`).
 fn unquoted(name: &str) -> &str {
     name.strip_prefix('|').and_then(|n| n.strip_suffix('|')).unwrap_or(name)
+}
+
+/// The uninterpreted constants in `e` (its leaves, not numerals), by name,
+/// each once.
+fn constants_of(e: &Dynamic, out: &mut Vec<String>) {
+    if e.kind() == z3::AstKind::Numeral {
+        return;
+    }
+    if e.is_const() {
+        let name = e.to_string();
+        if !out.contains(&name) {
+            out.push(name);
+        }
+        return;
+    }
+    for c in e.children() {
+        constants_of(&c, out);
+    }
 }
 
 /// The constant naming kernel parameter `i`.
@@ -2161,12 +2202,23 @@ impl<'a> Encoder<'a> {
     /// parameters in nonlinear positions, strides and shift amounts 0 and
     /// the others 1 (a magic-number division by 1 is a multiplier of 1 and
     /// a shift of 0), then strides not 0, then all 1, then the first set
-    /// with one parameter left free, for each. None unless they make
-    /// at least half of the abstract products and divisions linear (a query
-    /// whose nonlinearity is in launch dimensions gains nothing from them).
+    /// with one parameter left free, for each. None unless they (with the
+    /// launch dimensions' small ranges) fix an operand of at least half of
+    /// the abstract products and divisions (a query whose nonlinearity is
+    /// between thread-varying values gains nothing from them).
     fn degenerate_pins(&self) -> Vec<Vec<(Int, i128)>> {
         let names: Vec<String> = self.nonlinear.iter().map(|&i| param_name(i)).collect();
-        let pinned = |v: &Int| names.contains(&v.to_string());
+        // An operand that the pins and the launch dimensions' ranges (see
+        // `degenerate_values`) fix: `x >> shift` divides by an `ite` over
+        // the shift amount.
+        let pinned = |v: &Int| {
+            let mut leaves = Vec::new();
+            constants_of(&Dynamic::from_ast(v), &mut leaves);
+            !leaves.is_empty()
+                && leaves
+                    .iter()
+                    .all(|n| names.contains(n) || n.starts_with("gridDim.") || n.starts_with("blockDim."))
+        };
         let linearised = self.products.iter().filter(|p| pinned(&p.x) || pinned(&p.y)).count()
             + self.divisions.iter().filter(|d| pinned(&d.y)).count();
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
@@ -2177,6 +2229,12 @@ impl<'a> Encoder<'a> {
                 self.nonlinear,
                 self.products.len() + self.divisions.len()
             );
+            for p in self.products.iter().filter(|p| !(pinned(&p.x) || pinned(&p.y))) {
+                eprintln!("    open product {} * {}", p.x, p.y);
+            }
+            for d in self.divisions.iter().filter(|d| !pinned(&d.y)) {
+                eprintln!("    open division {} / {}", d.x, d.y);
+            }
         }
         if linearised == 0 || 2 * linearised < self.products.len() + self.divisions.len() {
             return Vec::new();
@@ -2263,7 +2321,7 @@ impl<'a> Encoder<'a> {
         self.degenerate_tries += 1;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let started = work_done();
-        for pins in self.degenerate_pins() {
+        for (set, pins) in self.degenerate_pins().into_iter().enumerate() {
             // The sets after the first three run on what those left (pin
             // sets that contradict the facts fail in a few thousand units).
             if work_done() - started >= DEGENERATE_TRY_WORK {
@@ -2281,7 +2339,10 @@ impl<'a> Encoder<'a> {
                 }
                 continue;
             }
-            let values = match self.degenerate_values(solver, &pins, &named, work_done() + DEGENERATE_WORK) {
+            // The first set's cores widen and release its pins; the sets
+            // after it are tried as they are.
+            let releases = if set == 0 { RELEASED_PINS } else { 0 };
+            let values = match self.degenerate_values(solver, &pins, &named, releases, work_done() + DEGENERATE_WORK) {
                 Ok(values) => values,
                 Err(Some(core)) => {
                     self.degenerate_cores.push((pass, core));
@@ -2307,83 +2368,124 @@ impl<'a> Encoder<'a> {
     }
 
     /// An exact model of `solver`'s query with the degenerate `pins`
-    /// (`named`: the same, by leaf name), searched in a Z3 context of its own from the query's text (what the
-    /// pins make linear defined so, the rest refined): the values of the
-    /// launch-wide leaves and of both threads' indices, by name. Only a
-    /// success makes terms in this context, so a failed try leaves the
-    /// searches that follow as they were; that is why the linear
-    /// definitions are written as text here (`division_definition` at a
-    /// known divisor, spelt out) rather than built as terms.
+    /// (`named`: the same, by leaf name), searched in a Z3 context of its
+    /// own from the query's text (what the pins make linear defined so, the
+    /// rest refined): the values of the launch-wide leaves and of both
+    /// threads' indices, by name. Only a success makes terms in this
+    /// context, so a failed try leaves the searches that follow as they
+    /// were; that is why the linear definitions are written as text here
+    /// (`division_definition` at a known divisor, spelt out) rather than
+    /// built as terms.
     ///
     /// Each pin, and each definition that holds by it, is asserted under a
     /// literal of its own, assumed in the first check: where that check is
     /// unsat, the literals in its core name pins that no pin set holding
     /// them can satisfy (`Err(Some(core))`; an empty core: the query has no
-    /// model at all).
+    /// model at all). A pin in a core is then widened to a range of small
+    /// values, a range in a core released (see below).
     fn degenerate_values(
         &self,
         solver: &Solver,
         pins: &[(Int, i128)],
         named: &Pins,
+        releases: usize,
         until: Work,
     ) -> Result<Vec<(String, i128)>, Option<Pins>> {
         const ROUNDS: usize = 8;
         let num = |c: i128| if c < 0 { format!("(- {})", -c) } else { c.to_string() };
         let literal = |k: usize| format!("|pin!{k}|");
-        let value = |v: &Int| {
-            let k = pins.iter().position(|(p, _)| ast_id(p) == ast_id(v))?;
-            Some((pins[k].1, literal(k)))
+        let wide = |k: usize| format!("|wide!{k}|");
+        // The leaves given values: the pins (a value under `pin!k`, a range
+        // of `SMALL` under `wide!k` once widened), then the launch
+        // dimensions in an abstraction (a range of `DIMS` under `wide!k`
+        // from the first check on: a division by `gridDim.x` is then
+        // linear too).
+        let used = |v: &Int| {
+            let id = ast_id(v);
+            self.products.iter().any(|p| ast_id(&p.x) == id || ast_id(&p.y) == id)
+                || self.divisions.iter().any(|d| ast_id(&d.y) == id)
         };
+        let mut leaves: Vec<(Int, Option<i128>, &[i128])> =
+            pins.iter().map(|(v, c)| (v.clone(), Some(*c), &SMALL[..])).collect();
+        leaves.extend(
+            self.uniform_leaves
+                .iter()
+                .filter(|v| {
+                    let n = v.to_string();
+                    (n.starts_with("gridDim.") || n.starts_with("blockDim."))
+                        && !pins.iter().any(|(p, _)| ast_id(p) == ast_id(*v))
+                        && used(v)
+                })
+                .map(|v| (v.clone(), None, &DIMS[..])),
+        );
+        let value = |v: &Int| leaves.iter().position(|(p, _, _)| ast_id(p) == ast_id(v));
         let mut text = solver.to_smt2();
         let alias = |text: &mut String, name: String, e: &Int| {
             text.push_str(&format!("(declare-fun {name} () Int)\n(assert (= {name} {e}))\n"));
             name
         };
-        for (k, (v, c)) in pins.iter().enumerate() {
-            let pin = literal(k);
+        for (k, (v, pin, range)) in leaves.iter().enumerate() {
+            if let Some(c) = pin {
+                text.push_str(&format!(
+                    "(declare-fun {} () Bool)\n(assert (=> {} (= {v} {})))\n",
+                    literal(k),
+                    literal(k),
+                    num(*c)
+                ));
+            }
+            let range: Vec<String> = range.iter().map(|d| format!("(= {v} {})", num(*d))).collect();
             text.push_str(&format!(
-                "(declare-fun {pin} () Bool)\n(assert (=> {pin} (= {v} {})))\n",
-                num(*c)
+                "(declare-fun {} () Bool)\n(assert (=> {} (or {})))\n",
+                wide(k),
+                wide(k),
+                range.join(" ")
             ));
         }
-        // The abstractions left, as (x, y, p) and (x, y, q, r) names.
-        let mut products: Vec<[String; 3]> = Vec::new();
+        // The abstractions, as (x, y, p) and (x, y, q, r) names, with the
+        // leaf that makes each linear (for a product, and whether it is
+        // `x`): what its pin makes linear is asserted under the pin's
+        // literal here, its range's cases when it is widened.
+        let mut products: Vec<NamedProduct> = Vec::new();
         for (k, pr) in self.products.iter().enumerate() {
-            match value(&pr.x)
-                .map(|(c, pin)| (c, pin, &pr.y))
-                .or_else(|| value(&pr.y).map(|(c, pin)| (c, pin, &pr.x)))
-            {
-                Some((c, pin, other)) => {
-                    text.push_str(&format!("(assert (=> {pin} (= {} (* {} {other}))))\n", pr.p, num(c)))
-                }
-                None => {
-                    let x = alias(&mut text, format!("|dgx!{k}|"), &pr.x);
-                    let y = alias(&mut text, format!("|dgy!{k}|"), &pr.y);
-                    let p = alias(&mut text, format!("|dgp!{k}|"), &pr.p);
-                    products.push([x, y, p]);
+            let linear = value(&pr.x)
+                .map(|at| (at, true))
+                .or_else(|| value(&pr.y).map(|at| (at, false)));
+            if let Some((at, is_x)) = linear {
+                if let Some(c) = leaves[at].1 {
+                    let other = if is_x { &pr.y } else { &pr.x };
+                    text.push_str(&format!(
+                        "(assert (=> {} (= {} (* {} {other}))))\n",
+                        literal(at),
+                        pr.p,
+                        num(c)
+                    ));
                 }
             }
+            let x = alias(&mut text, format!("|dgx!{k}|"), &pr.x);
+            let y = alias(&mut text, format!("|dgy!{k}|"), &pr.y);
+            let p = alias(&mut text, format!("|dgp!{k}|"), &pr.p);
+            products.push(([x, y, p], linear));
         }
-        let mut divisions: Vec<[String; 4]> = Vec::new();
+        let mut divisions: Vec<([String; 4], Option<usize>)> = Vec::new();
         for (k, dv) in self.divisions.iter().enumerate() {
             let (x, q, r) = (&dv.x, &dv.q, &dv.r);
-            match value(&dv.y).filter(|&(c, _)| c != 0) {
-                Some((c, pin)) => text.push_str(&format!(
-                    "(assert (=> {pin} (and (= {x} (+ (* {} {q}) {r})) (< (ite (>= {r} 0) {r} (- {r})) {}) \
+            let linear = value(&dv.y);
+            if let Some((at, c)) = linear.and_then(|at| Some((at, leaves[at].1.filter(|&c| c != 0)?))) {
+                text.push_str(&format!(
+                    "(assert (=> {} (and (= {x} (+ (* {} {q}) {r})) (< (ite (>= {r} 0) {r} (- {r})) {}) \
                      (=> (>= {x} 0) (>= {r} 0)) (=> (< {x} 0) (<= {r} 0)))))\n",
+                    literal(at),
                     num(c),
                     c.abs()
-                )),
-                None => {
-                    let names = [
-                        alias(&mut text, format!("|dvx!{k}|"), x),
-                        alias(&mut text, format!("|dvy!{k}|"), &dv.y),
-                        alias(&mut text, format!("|dvq!{k}|"), q),
-                        alias(&mut text, format!("|dvr!{k}|"), r),
-                    ];
-                    divisions.push(names);
-                }
+                ));
             }
+            let names = [
+                alias(&mut text, format!("|dvx!{k}|"), x),
+                alias(&mut text, format!("|dvy!{k}|"), &dv.y),
+                alias(&mut text, format!("|dvq!{k}|"), q),
+                alias(&mut text, format!("|dvr!{k}|"), r),
+            ];
+            divisions.push((names, linear));
         }
         let launch_leaves: Vec<String> = self.uniform_leaves.iter().map(|v| v.to_string()).collect();
         let mut wanted = launch_leaves.clone();
@@ -2396,18 +2498,153 @@ impl<'a> Encoder<'a> {
                 );
             }
         }
+        // Per leaf: whether it is a shift amount, and in how many
+        // abstractions it is an operand (what its release leaves
+        // nonlinear).
+        let shift: Vec<bool> = leaves
+            .iter()
+            .map(|(v, _, _)| self.shifts.iter().any(|&i| param_name(i) == v.to_string()))
+            .collect();
+        let uses: Vec<usize> = leaves
+            .iter()
+            .map(|(v, _, _)| {
+                let id = ast_id(v);
+                self.products
+                    .iter()
+                    .filter(|p| ast_id(&p.x) == id || ast_id(&p.y) == id)
+                    .count()
+                    + self.divisions.iter().filter(|d| ast_id(&d.y) == id).count()
+            })
+            .collect();
+        let ranges: Vec<&[i128]> = leaves.iter().map(|(_, _, range)| *range).collect();
+        let leaf_names: Vec<String> = leaves.iter().map(|(v, _, _)| v.to_string()).collect();
+        // Per leaf: 0 pinned, 1 in its range, 2 released.
+        let starting: Vec<u8> = leaves.iter().map(|(_, pin, _)| u8::from(pin.is_none())).collect();
+        let pinned = pins.len();
         let clock = self.clock;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         in_fresh_context(move || {
             let side = self.new_solver();
             side.from_string(text);
             let c = |n: &String| Int::new_const(unquoted(n));
-            let literals: Vec<Bool> = (0..named.len())
-                .map(|k| Bool::new_const(unquoted(&literal(k))))
+            let literals: Vec<Bool> = (0..pinned).map(|k| Bool::new_const(unquoted(&literal(k)))).collect();
+            let wides: Vec<Bool> = (0..starting.len())
+                .map(|k| Bool::new_const(unquoted(&wide(k))))
                 .collect();
+            // The cases of leaf `k`'s range: facts, whatever is assumed.
+            let cases = |k: usize| {
+                let mut facts = Vec::new();
+                for ([x, y, p], linear) in &products {
+                    let Some((_, is_x)) = linear.filter(|(at, _)| *at == k) else {
+                        continue;
+                    };
+                    let (v, other) = if is_x { (c(x), c(y)) } else { (c(y), c(x)) };
+                    for &d in ranges[k] {
+                        facts.push(v.eq(int(d)).implies(c(p).eq(Int::mul(&[int(d), other.clone()]))));
+                    }
+                }
+                for ([x, y, q, r], linear) in &divisions {
+                    if *linear == Some(k) {
+                        for &d in ranges[k].iter().filter(|&&d| d != 0) {
+                            facts.push(Self::division_definition(&c(x), &c(y), &c(q), &c(r), Some(d)));
+                        }
+                    }
+                }
+                facts
+            };
+            let w0 = work_done();
+            // Core-guided: a pin in an unsat core is widened to its range
+            // (whose cases keep the query linear), and a range in a core
+            // is released, one at a time (a factor before a shift amount,
+            // whose release leaves an exponent; then the leaf in the fewest
+            // abstractions) until the rest has a model. Two unrelated cores
+            // (an extent of 1 that leaves one block with data, a divisor of
+            // 1 that ends every thread early) would otherwise refute every
+            // pin set.
+            let mut state = starting;
+            for k in (0..state.len()).filter(|&k| state[k] == 1) {
+                for f in cases(k) {
+                    side.assert(&f);
+                }
+            }
+            let assumption = |k: usize, state: u8| match state {
+                0 => Some(&literals[k]),
+                1 => Some(&wides[k]),
+                _ => None,
+            };
+            // The first core, where it holds pins only: a fact about them.
+            let mut first_core: Option<Option<Pins>> = None;
+            let mut released = 0;
+            let found = loop {
+                let assumed: Vec<Bool> = (0..state.len())
+                    .filter_map(|k| assumption(k, state[k]).cloned())
+                    .collect();
+                // Assumed, for the core of an unsat query (a quick
+                // conflict among pins); where that does not settle soon,
+                // asserted: Z3 preprocesses the query then, and finds a
+                // model with a fraction of the work.
+                let r = check_until_assuming(&side, &assumed, until.min(work_done() + CORE_WORK), clock);
+                if debug {
+                    eprintln!(
+                        "    degenerate, first model in a context of its own ({released} released): {r:?} after {} \
+                         units",
+                        work_done() - w0
+                    );
+                }
+                if r != SatResult::Unsat {
+                    let trial = self.copy_of(&side, &assumed);
+                    let r = check_until(&trial, until, clock);
+                    if debug {
+                        eprintln!("    degenerate, asserted: {r:?} after {} units", work_done() - w0);
+                    }
+                    break (r, trial);
+                }
+                let core: HashSet<String> = side.get_unsat_core().iter().map(|l| l.to_string()).collect();
+                let in_core: Vec<usize> = (0..state.len())
+                    .filter(|&k| assumption(k, state[k]).is_some_and(|l| core.contains(&l.to_string())))
+                    .collect();
+                if debug {
+                    eprintln!(
+                        "    degenerate core: {:?}",
+                        in_core.iter().map(|&k| (&leaf_names[k], state[k])).collect::<Vec<_>>()
+                    );
+                }
+                let first = first_core
+                    .get_or_insert_with(|| {
+                        in_core
+                            .iter()
+                            .map(|&k| (state[k] == 0).then(|| named[k].clone()))
+                            .collect::<Option<Pins>>()
+                    })
+                    .clone();
+                if in_core.is_empty() || released == releases {
+                    return Err(first);
+                }
+                let k = in_core
+                    .iter()
+                    .copied()
+                    .min_by_key(|&k| (state[k], shift[k], uses[k], k))
+                    .expect("a core of assumptions");
+                state[k] += 1;
+                if state[k] == 1 {
+                    for f in cases(k) {
+                        side.assert(&f);
+                    }
+                }
+                released += 1;
+            };
+            let (SatResult::Sat, side) = found else {
+                return Err(None);
+            };
+            let first = side.get_model().ok_or(None)?;
+            // What may be left nonlinear: the abstractions without a leaf
+            // given values or whose leaf was widened (to a divisor of 0,
+            // say) or released.
+            let open = |at: Option<usize>| at.is_none_or(|k| state[k] > 0);
             let products: Vec<Product> = products
                 .iter()
-                .map(|[x, y, p]| Product {
+                .filter(|(_, at)| open(at.map(|(k, _)| k)))
+                .map(|([x, y, p], _)| Product {
                     x: c(x),
                     y: c(y),
                     p: c(p),
@@ -2416,7 +2653,8 @@ impl<'a> Encoder<'a> {
                 .collect();
             let divisions: Vec<Division> = divisions
                 .iter()
-                .map(|[x, y, q, r]| Division {
+                .filter(|(_, at)| open(*at))
+                .map(|([x, y, q, r], _)| Division {
                     x: c(x),
                     y: c(y),
                     q: c(q),
@@ -2424,7 +2662,6 @@ impl<'a> Encoder<'a> {
                     exact: false,
                 })
                 .collect();
-            let w0 = work_done();
             // Refines `solver` until its model is exact: the wanted values.
             let refined = |solver: &Solver, label: &str, first: Option<z3::Model>| {
                 let mut given = first;
@@ -2463,28 +2700,6 @@ impl<'a> Encoder<'a> {
                 }
                 Err(SatResult::Unknown)
             };
-            let r = check_until_assuming(&side, &literals, until, clock);
-            if debug {
-                eprintln!(
-                    "    degenerate, first model in a context of its own: {r:?} after {} units",
-                    work_done() - w0
-                );
-            }
-            if r == SatResult::Unsat {
-                let core: HashSet<String> = side.get_unsat_core().iter().map(|l| l.to_string()).collect();
-                let core = (0..named.len())
-                    .filter(|&k| core.contains(&literals[k].to_string()))
-                    .map(|k| named[k].clone())
-                    .collect();
-                return Err(Some(core));
-            }
-            if r != SatResult::Sat {
-                return Err(None);
-            }
-            let first = side.get_model().ok_or(None)?;
-            for l in &literals {
-                side.assert(l);
-            }
             // The first model's launch values as well: what the pins left
             // nonlinear among launch-wide values becomes constant, and the
             // refinement rarely needs more than a round. Its lemmas would
