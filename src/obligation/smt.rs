@@ -297,9 +297,7 @@ pub fn in_fresh_context<R>(f: impl FnOnce() -> R) -> R {
     let (out, inner) = z3::with_z3_config(&z3::Config::new(), move || {
         let f = f;
         WORK_BEFORE.with(|b| b.set(before));
-        let was = IN_FRESH.with(|x| x.replace(true));
         let out = (f.0)();
-        IN_FRESH.with(|x| x.set(was));
         read_meter();
         let inner = work_done() - before;
         METER.with(|m| m.borrow_mut().take());
@@ -319,8 +317,7 @@ fn cpu_for(work: Work) -> Duration {
     )
 }
 
-/// The strategy of every new solver's first check (built once per thread
-/// by [`tactic_of`]; in contexts of their own, Z3's global
+/// The strategy of every new solver's first check (Z3's global
 /// `tactic.default_tactic`, set at the first [`configure`]): Z3 4.8.12's
 /// default strategy (`mk_default_tactic` and its preamble) for queries
 /// over integers, Booleans and functions, the branches for reals and
@@ -351,84 +348,6 @@ const FIRST_CHECK_STRATEGY: &str = "(then simplify \
            (using-params simplify :pull_cheap_ite true :push_ite_arith false :local_ctx true \
                                   :local_ctx_limit 10000000 :hoist_ite true) \
            solve-eqs elim-uncnstr (using-params simplify :arith_lhs true) smt))))))))))))))";
-
-thread_local! {
-    /// Whether this thread is in a context of its own (`in_fresh_context`):
-    /// [`FIRST_TACTIC`] belongs to the thread's own context.
-    static IN_FRESH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// [`FIRST_CHECK_STRATEGY`], built once per thread (see
-    /// `Encoder::new_solver`).
-    static FIRST_TACTIC: z3::Tactic = tactic_of(FIRST_CHECK_STRATEGY).expect("the first-check strategy parses");
-}
-
-/// A strategy's text (Z3's tactic language: `then`, `cond`, `using-params`,
-/// probes with `and` and `not`, names) as a tactic of this context: what
-/// Z3 does with `tactic.default_tactic` at every new solver's first check.
-fn tactic_of(text: &str) -> Option<z3::Tactic> {
-    use z3::{Probe, Tactic};
-    enum Sexp<'a> {
-        Atom(&'a str),
-        List(Vec<Sexp<'a>>),
-    }
-    fn parse<'a>(tokens: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>) -> Option<Sexp<'a>> {
-        match tokens.next()? {
-            "(" => {
-                let mut items = Vec::new();
-                while *tokens.peek()? != ")" {
-                    items.push(parse(tokens)?);
-                }
-                tokens.next();
-                Some(Sexp::List(items))
-            }
-            ")" => None,
-            atom => Some(Sexp::Atom(atom)),
-        }
-    }
-    fn probe(e: &Sexp) -> Option<Probe> {
-        match e {
-            Sexp::Atom(name) => Some(Probe::new(name)),
-            Sexp::List(items) => match items.as_slice() {
-                [Sexp::Atom("and"), a, b] => Some(probe(a)?.and(&probe(b)?)),
-                [Sexp::Atom("not"), a] => Some(probe(a)?.not()),
-                _ => None,
-            },
-        }
-    }
-    fn tactic(e: &Sexp) -> Option<Tactic> {
-        match e {
-            Sexp::Atom(name) => Some(Tactic::new(name)),
-            Sexp::List(items) => match items.as_slice() {
-                [Sexp::Atom("then"), first, rest @ ..] => rest
-                    .iter()
-                    .try_fold(tactic(first)?, |t, next| Some(t.and_then(&tactic(next)?))),
-                [Sexp::Atom("cond"), p, yes, no] => Some(Tactic::cond(&probe(p)?, &tactic(yes)?, &tactic(no)?)),
-                [Sexp::Atom("using-params"), t, settings @ ..] => {
-                    let mut params = Params::new();
-                    for pair in settings.chunks(2) {
-                        let [Sexp::Atom(key), Sexp::Atom(value)] = pair else {
-                            return None;
-                        };
-                        let key = key.strip_prefix(':')?;
-                        match *value {
-                            "true" => params.set_bool(key, true),
-                            "false" => params.set_bool(key, false),
-                            n => params.set_u32(key, n.parse().ok()?),
-                        }
-                    }
-                    Some(tactic(t)?.with(&params))
-                }
-                _ => None,
-            },
-        }
-    }
-    let spaced = text.replace('(', " ( ").replace(')', " ) ");
-    let mut tokens = spaced.split_whitespace().peekable();
-    let e = parse(&mut tokens)?;
-    if tokens.next().is_some() {
-        return None;
-    }
-    tactic(&e)
-}
 
 /// Sets up a new solver: [`ARITH_SOLVER`]. Done once per solver: setting a
 /// solver's parameters makes Z3 re-read every parameter of every component
@@ -909,20 +828,8 @@ impl<'a> Encoder<'a> {
         self.ltid = [None, None];
     }
 
-    /// A solver that runs [`FIRST_CHECK_STRATEGY`], built once per thread,
-    /// at every check. Z3's own solver builds the strategy anew for each
-    /// solver's first check (4 ms, 3,700 solvers an audit) and checks
-    /// again incrementally; the checks that follow a first here (the
-    /// refinement's) run the strategy again on the whole query. In a
-    /// context of its own (whose searches assume literals for cores), Z3's
-    /// own.
     fn new_solver(&self) -> Solver {
-        if IN_FRESH.with(|f| f.get()) {
-            let solver = Solver::new();
-            configure(&solver);
-            return solver;
-        }
-        let solver = FIRST_TACTIC.with(|t| t.solver());
+        let solver = Solver::new();
         configure(&solver);
         solver
     }
@@ -4171,20 +4078,6 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 20, "the strategy names its tactics");
-        // Built as a tactic, it decides a nonlinear query both ways.
-        let tactic = super::tactic_of(FIRST_CHECK_STRATEGY).expect("parses");
-        let x = z3::ast::Int::new_const("x");
-        let square = z3::ast::Int::mul(&[x.clone(), x.clone()]);
-        let solver = tactic.solver();
-        solver.assert(square.eq(z3::ast::Int::from_i64(49)));
-        assert_eq!(solver.check(), z3::SatResult::Sat);
-        let solver = tactic.solver();
-        solver.assert(square.eq(z3::ast::Int::from_i64(50)));
-        assert_eq!(solver.check(), z3::SatResult::Unsat);
-        assert!(
-            super::tactic_of("(then simplify").is_none(),
-            "unbalanced text is refused"
-        );
         // A name that is not one is refused (the check can fail).
         assert!(!tactics.iter().any(|t| t == "qflia-typo"));
     }
