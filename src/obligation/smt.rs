@@ -581,6 +581,33 @@ fn constants_of(e: &Dynamic, out: &mut Vec<String>) {
     }
 }
 
+/// Whether `name` is a launch dimension's constant (`gridDim.x`, …): the
+/// search for degenerate parameters gives those small ranges.
+fn is_launch_dim(name: &str) -> bool {
+    name.starts_with("gridDim.") || name.starts_with("blockDim.")
+}
+
+/// What the search for degenerate parameters has given a leaf (see
+/// `Encoder::degenerate_values`), in the order a core moves it on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Given {
+    /// Its pin's value, under the pin's literal.
+    Pinned,
+    /// Its range's values, under the range's literal, with their cases.
+    Ranged,
+    /// Nothing: free.
+    Released,
+}
+
+impl Given {
+    fn next(self) -> Given {
+        match self {
+            Given::Pinned => Given::Ranged,
+            Given::Ranged | Given::Released => Given::Released,
+        }
+    }
+}
+
 /// The constant naming kernel parameter `i`.
 fn param_name(i: u32) -> String {
     format!("param{i}")
@@ -2198,6 +2225,17 @@ impl<'a> Encoder<'a> {
         None
     }
 
+    /// In how many abstractions `v` is an operand that makes it linear when
+    /// fixed (a factor of a product, a divisor).
+    fn operand_uses(&self, v: &Int) -> usize {
+        let id = ast_id(v);
+        self.products
+            .iter()
+            .filter(|p| ast_id(&p.x) == id || ast_id(&p.y) == id)
+            .count()
+            + self.divisions.iter().filter(|d| ast_id(&d.y) == id).count()
+    }
+
     /// The pin sets of degenerate parameters (see [`Self::solve`]): the
     /// parameters in nonlinear positions, strides and shift amounts 0 and
     /// the others 1 (a magic-number division by 1 is a multiplier of 1 and
@@ -2214,10 +2252,7 @@ impl<'a> Encoder<'a> {
         let pinned = |v: &Int| {
             let mut leaves = Vec::new();
             constants_of(&Dynamic::from_ast(v), &mut leaves);
-            !leaves.is_empty()
-                && leaves
-                    .iter()
-                    .all(|n| names.contains(n) || n.starts_with("gridDim.") || n.starts_with("blockDim."))
+            !leaves.is_empty() && leaves.iter().all(|n| names.contains(n) || is_launch_dim(n))
         };
         let linearised = self.products.iter().filter(|p| pinned(&p.x) || pinned(&p.y)).count()
             + self.divisions.iter().filter(|d| pinned(&d.y)).count();
@@ -2400,21 +2435,15 @@ impl<'a> Encoder<'a> {
         // dimensions in an abstraction (a range of `DIMS` under `wide!k`
         // from the first check on: a division by `gridDim.x` is then
         // linear too).
-        let used = |v: &Int| {
-            let id = ast_id(v);
-            self.products.iter().any(|p| ast_id(&p.x) == id || ast_id(&p.y) == id)
-                || self.divisions.iter().any(|d| ast_id(&d.y) == id)
-        };
         let mut leaves: Vec<(Int, Option<i128>, &[i128])> =
             pins.iter().map(|(v, c)| (v.clone(), Some(*c), &SMALL[..])).collect();
         leaves.extend(
             self.uniform_leaves
                 .iter()
                 .filter(|v| {
-                    let n = v.to_string();
-                    (n.starts_with("gridDim.") || n.starts_with("blockDim."))
+                    is_launch_dim(&v.to_string())
                         && !pins.iter().any(|(p, _)| ast_id(p) == ast_id(*v))
-                        && used(v)
+                        && self.operand_uses(v) > 0
                 })
                 .map(|v| (v.clone(), None, &DIMS[..])),
         );
@@ -2505,28 +2534,17 @@ impl<'a> Encoder<'a> {
             .iter()
             .map(|(v, _, _)| self.shifts.iter().any(|&i| param_name(i) == v.to_string()))
             .collect();
-        let uses: Vec<usize> = leaves
-            .iter()
-            .map(|(v, _, _)| {
-                let id = ast_id(v);
-                self.products
-                    .iter()
-                    .filter(|p| ast_id(&p.x) == id || ast_id(&p.y) == id)
-                    .count()
-                    + self.divisions.iter().filter(|d| ast_id(&d.y) == id).count()
-            })
-            .collect();
+        let uses: Vec<usize> = leaves.iter().map(|(v, _, _)| self.operand_uses(v)).collect();
         let ranges: Vec<&[i128]> = leaves.iter().map(|(_, _, range)| *range).collect();
         let leaf_names: Vec<String> = leaves.iter().map(|(v, _, _)| v.to_string()).collect();
-        // Per leaf: 0 pinned, 1 in its range, 2 released. Without releases
-        // the launch dimensions start released: a range that contradicts
-        // the launch's facts would otherwise refute the set.
-        let starting: Vec<u8> = leaves
+        // Without releases the launch dimensions start released: a range
+        // that contradicts the launch's facts would otherwise refute the set.
+        let starting: Vec<Given> = leaves
             .iter()
             .map(|(_, pin, _)| match pin {
-                Some(_) => 0,
-                None if releases > 0 => 1,
-                None => 2,
+                Some(_) => Given::Pinned,
+                None if releases > 0 => Given::Ranged,
+                None => Given::Released,
             })
             .collect();
         let pinned = pins.len();
@@ -2571,15 +2589,15 @@ impl<'a> Encoder<'a> {
             // 1 that ends every thread early) would otherwise refute every
             // pin set.
             let mut state = starting;
-            for k in (0..state.len()).filter(|&k| state[k] == 1) {
+            for k in (0..state.len()).filter(|&k| state[k] == Given::Ranged) {
                 for f in cases(k) {
                     side.assert(&f);
                 }
             }
-            let assumption = |k: usize, state: u8| match state {
-                0 => Some(&literals[k]),
-                1 => Some(&wides[k]),
-                _ => None,
+            let assumption = |k: usize, given: Given| match given {
+                Given::Pinned => Some(&literals[k]),
+                Given::Ranged => Some(&wides[k]),
+                Given::Released => None,
             };
             // The first core, where it holds pins only: a fact about them.
             let mut first_core: Option<Option<Pins>> = None;
@@ -2622,7 +2640,7 @@ impl<'a> Encoder<'a> {
                     .get_or_insert_with(|| {
                         in_core
                             .iter()
-                            .map(|&k| (state[k] == 0).then(|| named[k].clone()))
+                            .map(|&k| (state[k] == Given::Pinned).then(|| named[k].clone()))
                             .collect::<Option<Pins>>()
                     })
                     .clone();
@@ -2634,8 +2652,8 @@ impl<'a> Encoder<'a> {
                     .copied()
                     .min_by_key(|&k| (state[k], shift[k], uses[k], k))
                     .expect("a core of assumptions");
-                state[k] += 1;
-                if state[k] == 1 {
+                state[k] = state[k].next();
+                if state[k] == Given::Ranged {
                     for f in cases(k) {
                         side.assert(&f);
                     }
@@ -2649,7 +2667,7 @@ impl<'a> Encoder<'a> {
             // What may be left nonlinear: the abstractions without a leaf
             // given values or whose leaf was widened (to a divisor of 0,
             // say) or released.
-            let open = |at: Option<usize>| at.is_none_or(|k| state[k] > 0);
+            let open = |at: Option<usize>| at.is_none_or(|k| state[k] != Given::Pinned);
             let products: Vec<Product> = products
                 .iter()
                 .filter(|(_, at)| open(at.map(|(k, _)| k)))
