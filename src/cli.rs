@@ -291,6 +291,7 @@ pub fn options(common: &Common, limits: Limits) -> Result<crate::driver::Options
     let warp_size = common.warp_size.unwrap_or_else(|| pp.physical_warp_size());
     let lower = crate::lower::LowerConfig {
         warp_size,
+        compute_capability: (target == PpTarget::Cuda).then(|| pp.cuda_arch()).flatten(),
         ..Default::default()
     };
     Ok(crate::driver::Options {

@@ -191,6 +191,24 @@ fn lower_files_streaming(
 ) -> (Vec<KernelEntry>, Vec<preprocess::Diag>) {
     // Facts about host fields hold across every file checked.
     let mut lower_options = options.lower.clone();
+    let mut session = Session::new(options.pp.clone());
+    if lower_options.compute_capability.is_some() {
+        // The units that read the device's properties are read as the
+        // target compiles them: the other targets' branches (HIP's `cc`)
+        // are not its writes.
+        let mut texts: Vec<String> = Vec::new();
+        for &f in units.iter().chain(&headers) {
+            let text = &db.file(f).text;
+            if units.contains(&f) && text.contains("major") && text.contains("minor") {
+                let unit = session.preprocess(db, f);
+                texts.extend(unit.fragments.iter().map(|fragment| fragment.text.clone()));
+            } else {
+                texts.push(text.clone());
+            }
+        }
+        lower_options.compute_capability_fields =
+            lower::device_fields::compute_capability_fields(texts.iter().map(String::as_str));
+    }
     let texts: Vec<&str> = units
         .iter()
         .chain(&headers)
@@ -202,7 +220,6 @@ fn lower_files_streaming(
         lower: lower_options,
         ..options.clone()
     };
-    let mut session = Session::new(options.pp.clone());
     let mut entries: Vec<KernelEntry> = Vec::new();
     let mut by_site: HashMap<(FileId, u32), usize> = HashMap::default();
     let mut determined: HashMap<(FileId, u32), bool> = HashMap::default();

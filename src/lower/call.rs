@@ -277,7 +277,7 @@ impl<'u> Lowerer<'u> {
             let name = self.index.decl(decl).name.clone();
             return Operand::Value(self.opaque_call(&name, &operands, node));
         }
-        let constant_args: Option<Vec<String>> = operands.iter().map(constant_key).collect();
+        let constant_args: Option<Vec<String>> = operands.iter().map(|op| self.constant_key(op)).collect();
         let this_free = this.is_none() || matches!(this, Some(Place::Temp(_)));
         // A call with constant arguments that emits nothing is a function of its
         // arguments: evaluate it once.
@@ -1205,6 +1205,20 @@ impl<'u> Lowerer<'u> {
     }
 
     /// The value of an operand (reading places).
+    /// The key of an argument fixed at compile time: a constant, or a
+    /// variable (a parameter of an inlined `constexpr` helper) whose value
+    /// is known to be one.
+    fn constant_key(&self, op: &Operand) -> Option<String> {
+        match op {
+            Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => Some(format!("{v:?}")),
+            Operand::Place(Place::Var(v, t)) => match self.known.get(v) {
+                Some(e) if e.is_const() => Some(format!("{:?}", Value::Scalar(e.clone(), t.clone()))),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     pub(super) fn operand_value(&mut self, op: Operand, node: Node<'u>) -> Value {
         match op {
             Operand::Place(p) => self.read(&p, node),
@@ -1270,14 +1284,6 @@ fn return_type<'u>(l: &mut Lowerer<'u>, base: Type, declarator: Node<'u>) -> Typ
         };
     }
     ty
-}
-
-/// A key for a constant operand (`None` when the operand is not constant).
-fn constant_key(op: &Operand) -> Option<String> {
-    match op {
-        Operand::Value(v) | Operand::Place(Place::Temp(v)) if is_constant_value(v) => Some(format!("{v:?}")),
-        _ => None,
-    }
 }
 
 /// A by-value parameter declared `const` (`const int n`; not `const int * p`,

@@ -7,8 +7,15 @@
 //! launch of `dim3(info.warp_size, nwarps)` has whole warps (ggml keeps the
 //! device's warp size in `ggml_cuda_info().devices[id].warp_size`).
 //!
+//! Fields that only ever receive the device's compute capability as CUDA
+//! numbers it (`100*prop.major + 10*prop.minor`) are found the same way:
+//! host code reads them as the target's `__CUDA_ARCH__`, so a launch that
+//! picks its block from a table by `cc` (ggml's `mmq` configurations) takes
+//! the target's entry, as the device code does.
+//!
 //! Assumption (README, "Launch facts"): the files checked hold every write to
-//! such a field, and it is read after it is written (not while still zero).
+//! such a field, and it is read after it is written (not while still zero);
+//! the device that runs the code is of the architecture it is checked for.
 
 use crate::syntax::NodeExt;
 use tree_sitter::{Node, Parser};
@@ -17,15 +24,32 @@ use crate::syntax::{language, named_children};
 
 /// The fields whose every assignment in `texts` stores the warp size.
 pub fn warp_size_fields<'a>(texts: impl IntoIterator<Item = &'a str> + Clone, warp_size: u32) -> Vec<String> {
+    property_fields(texts, "warpSize", |text, rhs| stores_warp_size(text, rhs, warp_size))
+}
+
+/// The fields whose every assignment in `texts` stores the compute
+/// capability (`100*prop.major + 10*prop.minor`).
+pub fn compute_capability_fields<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Vec<String> {
+    property_fields(texts, "major", stores_compute_capability)
+}
+
+/// The fields that some assignment in a text mentioning `trigger` sets
+/// with a value `stores` accepts, and that no assignment anywhere sets
+/// otherwise.
+fn property_fields<'a>(
+    texts: impl IntoIterator<Item = &'a str> + Clone,
+    trigger: &str,
+    stores: impl Fn(&str, Node) -> bool,
+) -> Vec<String> {
     let mut parser = Parser::new();
     if parser.set_language(&language()).is_err() {
         return Vec::new();
     }
     let mut candidates: Vec<String> = Vec::new();
-    for text in texts.clone().into_iter().filter(|t| t.contains("warpSize")) {
+    for text in texts.clone().into_iter().filter(|t| t.contains(trigger)) {
         let Some(tree) = parser.parse(text, None) else { continue };
         for (field, rhs, op) in field_writes(text, tree.root_node()) {
-            if op == "=" && stores_warp_size(text, rhs, warp_size) && !candidates.contains(&field) {
+            if op == "=" && stores(text, rhs) && !candidates.contains(&field) {
                 candidates.push(field);
             }
         }
@@ -37,7 +61,7 @@ pub fn warp_size_fields<'a>(texts: impl IntoIterator<Item = &'a str> + Clone, wa
         }
         let Some(tree) = parser.parse(text, None) else { continue };
         for (field, rhs, op) in field_writes(text, tree.root_node()) {
-            if op != "=" || !stores_warp_size(text, rhs, warp_size) {
+            if op != "=" || !stores(text, rhs) {
                 kept.retain(|k| *k != field);
             }
         }
@@ -89,9 +113,42 @@ fn stores_warp_size(text: &str, value: Node, warp_size: u32) -> bool {
     }
 }
 
+/// `100*p.major + 10*p.minor` (either order of each product, spaces and
+/// parentheses aside): CUDA's compute capability of the device `p`.
+fn stores_compute_capability(text: &str, value: Node) -> bool {
+    let spelled: String = value
+        .utf8_text(text.as_bytes())
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '(' && *c != ')')
+        .collect();
+    let Some((major, minor)) = spelled.split_once('+') else {
+        return false;
+    };
+    let field = |term: &str, scale: &str, name: &str| -> Option<String> {
+        let (a, b) = term.split_once('*')?;
+        let e = if a == scale {
+            b
+        } else if b == scale {
+            a
+        } else {
+            return None;
+        };
+        let object = e.strip_suffix(name)?;
+        object
+            .strip_suffix('.')
+            .or_else(|| object.strip_suffix("->"))
+            .map(str::to_string)
+    };
+    match (field(major, "100", "major"), field(minor, "10", "minor")) {
+        (Some(a), Some(b)) => a == b && !a.is_empty(),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::warp_size_fields;
+    use super::{compute_capability_fields, warp_size_fields};
 
     const INIT: &str = "struct dev { int cc; int warp_size; };\n\
         void init(dev * d, int n) { cudaDeviceProp prop; for (int i = 0; i < n; ++i) { d[i].warp_size = prop.warpSize; d[i].cc = prop.major; } }";
@@ -109,5 +166,18 @@ mod tests {
         assert!(warp_size_fields([INIT, bumped], 32).is_empty());
         let constant = "void musa(dev & d) { d.warp_size = 32; }";
         assert_eq!(warp_size_fields([INIT, constant], 32).len(), 1);
+    }
+
+    #[test]
+    fn a_field_that_only_receives_the_compute_capability_is_found() {
+        let init = "void init(dev * d, cudaDeviceProp prop) { d[0].cc = 100*prop.major + 10*prop.minor; d[0].nsm = prop.major; }";
+        assert_eq!(compute_capability_fields([init]), vec!["cc".to_string()]);
+        let swapped = "void init(dev * d, cudaDeviceProp * p) { d->cc = (p->major * 100) + 10 * p->minor; }";
+        assert_eq!(compute_capability_fields([swapped]), vec!["cc".to_string()]);
+        let other_device =
+            "void init(dev * d, cudaDeviceProp a, cudaDeviceProp b) { d->cc = 100*a.major + 10*b.minor; }";
+        assert!(compute_capability_fields([other_device]).is_empty());
+        let amd = "void amd(dev * d, cudaDeviceProp prop) { d->cc = 0x1000000 + prop.major * 0x100; }";
+        assert!(compute_capability_fields([init, amd]).is_empty());
     }
 }

@@ -83,6 +83,19 @@ impl<'u> Lowerer<'u> {
                     Type::int(32, true),
                 )
             }
+            // So is a field that only ever receives the compute capability
+            // (`LowerConfig::compute_capability_fields`): the target's.
+            "field_expression"
+                if self.host_mode
+                    && self.config.compute_capability.is_some()
+                    && node.field("field").is_some_and(|f| {
+                        let name = self.text(f);
+                        self.config.compute_capability_fields.iter().any(|w| w == name)
+                    }) =>
+            {
+                let cc = self.config.compute_capability.unwrap_or_default();
+                Value::Scalar(Expr::Int(cc as i128, ScalarTy::I32), Type::int(32, true))
+            }
             "identifier"
             | "qualified_identifier"
             | "field_expression"
@@ -2052,8 +2065,7 @@ impl<'u> Lowerer<'u> {
                 // switch on a symbolic template argument): the choice is then
                 // the same for every thread. A per-thread branch may choose
                 // per thread.
-                let conditions: usize = self.frames.iter().map(|f| f.cond_depth as usize).sum();
-                let compile_time = conditions == (self.speculative + self.uniform_branches) as usize;
+                let compile_time = self.branches_compile_time();
                 let next = match (&*cell.borrow(), &value) {
                     (CellState::Empty, v) => CellState::Holds(v.clone()),
                     (CellState::Holds(old @ (Value::Func(_) | Value::Choice(_))), v) if null(v) => {
@@ -2084,6 +2096,9 @@ impl<'u> Lowerer<'u> {
                     _ => CellState::Conflict,
                 };
                 if matches!(next, CellState::Conflict) {
+                    if std::env::var("WARPDRF_DEBUG_CONFLICT").is_ok() {
+                        eprintln!("conflict: old {:?} new {:?}", &*cell.borrow(), value);
+                    }
                     self.unknown(node, "function pointer assigned different functions");
                 }
                 *cell.borrow_mut() = next;

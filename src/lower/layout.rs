@@ -211,9 +211,9 @@ impl<'u> Lowerer<'u> {
     fn decltype_of(&mut self, e: Node<'u>) -> Type {
         let dead = self.dead;
         self.blocks.push(Vec::new());
-        self.constant_context += 1;
+        self.enter_constant();
         let place = self.place(e);
-        self.constant_context -= 1;
+        self.leave_constant();
         self.blocks.pop();
         self.dead = dead;
         place.ty()

@@ -62,6 +62,11 @@ pub struct LowerConfig {
     /// Host struct fields that hold the device's warp size
     /// ([`device_fields`]): host code reads them as `warp_size`.
     pub warp_size_fields: Vec<String>,
+    /// Host struct fields that hold the device's compute capability
+    /// ([`device_fields`]): host code reads them as `compute_capability`.
+    pub compute_capability_fields: Vec<String>,
+    /// The compute capability of the target (`__CUDA_ARCH__`; none for HIP).
+    pub compute_capability: Option<u32>,
 }
 
 impl Default for LowerConfig {
@@ -71,6 +76,8 @@ impl Default for LowerConfig {
             max_inline_depth: 48,
             max_nesting: 600,
             warp_size_fields: Vec::new(),
+            compute_capability_fields: Vec::new(),
+            compute_capability: None,
         }
     }
 }
@@ -187,6 +194,11 @@ pub struct Lowerer<'u> {
     /// Evaluating an expression C++ requires to be constant (template
     /// argument, `static_assert`, array bound, `constexpr` initializer).
     constant_context: u32,
+    /// Where the outermost constant context began: the frame it began in,
+    /// that frame's conditions then, and the speculative and uniform
+    /// branches then. A constant is one value however the code around
+    /// its evaluation branches: only the branches inside it count.
+    constant_base: Option<(usize, u32, u32, u32)>,
     /// Reading host code for template arguments: only what is constant is
     /// evaluated; other calls give values of their return types.
     host_mode: bool,
@@ -300,6 +312,7 @@ impl<'u> Lowerer<'u> {
             ill_formed: None,
             known: Default::default(),
             constant_context: 0,
+            constant_base: None,
             host_mode: false,
             pure_calls: HashMap::default(),
             call_graph: DiGraphMap::new(),
@@ -843,12 +856,50 @@ impl<'u> Lowerer<'u> {
         let dead = self.dead;
         self.dead = false;
         self.blocks.push(Vec::new());
-        self.constant_context += 1;
+        self.enter_constant();
         let v = self.expr(node);
-        self.constant_context -= 1;
+        self.leave_constant();
         self.blocks.pop();
         self.dead = dead;
         v
+    }
+
+    /// Enters a constant context (see [`Lowerer::constant_base`]).
+    fn enter_constant(&mut self) {
+        if self.constant_context == 0 {
+            let depth = self.frame().cond_depth;
+            self.constant_base = Some((self.frames.len(), depth, self.speculative, self.uniform_branches));
+        }
+        self.constant_context += 1;
+    }
+
+    fn leave_constant(&mut self) {
+        self.constant_context -= 1;
+        if self.constant_context == 0 {
+            self.constant_base = None;
+        }
+    }
+
+    /// Whether every branch around the current point is one every thread
+    /// takes alike at compile time (`if constexpr`, a branch on a
+    /// grid-uniform value): inside a constant context, only the branches
+    /// since it began count.
+    fn branches_compile_time(&self) -> bool {
+        let (first, depth, speculative, uniform) = self.constant_base.unwrap_or((0, 0, 0, 0));
+        let conditions: u32 = self
+            .frames
+            .iter()
+            .enumerate()
+            .skip(first.saturating_sub(1))
+            .map(|(i, f)| {
+                if i + 1 == first {
+                    f.cond_depth.saturating_sub(depth)
+                } else {
+                    f.cond_depth
+                }
+            })
+            .sum();
+        conditions == (self.speculative - speculative) + (self.uniform_branches - uniform)
     }
 
     fn kernel_params(&mut self, declarator: Node<'u>) {

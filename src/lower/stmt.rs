@@ -687,9 +687,13 @@ impl<'u> Lowerer<'u> {
                 continue;
             }
             // A `constexpr` initializer is a constant context.
-            self.constant_context += constexpr as u32;
+            if constexpr {
+                self.enter_constant();
+            }
             self.declare(&name, ty, init, constness, d);
-            self.constant_context -= constexpr as u32;
+            if constexpr {
+                self.leave_constant();
+            }
         }
     }
 

@@ -635,10 +635,28 @@ fn ast_id(a: &impl Ast) -> usize {
 /// disjunction, not one implication per guard (ggml's symbolic covers met
 /// the same fact under hundreds of guards, and the copies made up most of
 /// the solver's work).
+/// Most (term, guard) pairs one condition is walked for: past it,
+/// facts met under further guards are dropped (fewer facts are sound).
+/// ggml's symbolic covers reach a fact along hundreds of thousands of
+/// paths through their configuration tables.
+const GUARDED_VISITS: usize = 20_000;
+
 #[derive(Default)]
 pub(crate) struct GuardedFacts {
     facts: Vec<(Bool, Vec<Bool>)>,
     index: HashMap<usize, usize>,
+    /// The terms visited, by (term, instance, guard): a condition is a
+    /// DAG whose shared parts would be walked once per path to them (a
+    /// symbolic cover's configuration tests: exponentially many).
+    visited: HashSet<(u32, usize, usize)>,
+    /// The facts of each leaf term (by term and instance), met under many guards.
+    leaves: HashMap<(u32, usize), Vec<Bool>>,
+    /// Whether a term (by term and instance) has a leaf with facts: the
+    /// walk skips the rest (a configuration's tests have none, and their
+    /// paths are most of the DAG's).
+    fruitful: HashMap<(u32, usize), bool>,
+    /// Pairs walked since the last [`GuardedFacts::next_root`].
+    walked: usize,
 }
 
 impl GuardedFacts {
@@ -652,6 +670,11 @@ impl GuardedFacts {
         if !guards.iter().any(|g| g == guard) {
             guards.push(guard.clone());
         }
+    }
+
+    /// Starts the walk of another condition: it has a budget of its own.
+    pub(crate) fn next_root(&mut self) {
+        self.walked = 0;
     }
 
     /// The facts, each under the disjunction of its guards.
@@ -2845,6 +2868,12 @@ impl<'a> Encoder<'a> {
     /// are sound for a thread whose condition is false, too: it evaluated
     /// its conjuncts up to the first that failed.
     fn no_overflow_guarded(&mut self, t: &Term, inst: usize, guard: &Bool, out: &mut GuardedFacts) {
+        let guard_key = guard.get_z3_ast().as_ptr() as usize;
+        if out.walked >= GUARDED_VISITS || !self.fruitful(t, inst, out) || !out.visited.insert((t.id, inst, guard_key))
+        {
+            return;
+        }
+        out.walked += 1;
         match &t.kind {
             TermKind::Binary(op @ (BinOp::And | BinOp::Or), _, a, b) => {
                 self.no_overflow_guarded(a, inst, guard, out);
@@ -2861,15 +2890,41 @@ impl<'a> Encoder<'a> {
             // covers: most of the solver's work).
             _ if guard.as_bool() != Some(true) && self.shared_with_first(t) => {}
             _ => {
-                // The wraps `no_overflow` constrains exist once `t` is encoded.
-                self.enc(t, inst);
-                let mut facts = Vec::new();
-                self.no_overflow(t, inst, &mut HashSet::default(), &mut facts);
-                for f in facts {
+                for f in self.leaf_facts(t, inst, out) {
                     out.add(guard, f);
                 }
             }
         }
+    }
+
+    /// The no-overflow facts of a leaf of a condition, once per term.
+    fn leaf_facts(&mut self, t: &Term, inst: usize, out: &mut GuardedFacts) -> Vec<Bool> {
+        if let Some(facts) = out.leaves.get(&(t.id, inst)) {
+            return facts.clone();
+        }
+        // The wraps `no_overflow` constrains exist once `t` is encoded.
+        self.enc(t, inst);
+        let mut facts = Vec::new();
+        self.no_overflow(t, inst, &mut HashSet::default(), &mut facts);
+        out.leaves.insert((t.id, inst), facts.clone());
+        facts
+    }
+
+    /// Whether a condition has a leaf with facts ([`GuardedFacts::fruitful`]).
+    fn fruitful(&mut self, t: &Term, inst: usize, out: &mut GuardedFacts) -> bool {
+        if let Some(&known) = out.fruitful.get(&(t.id, inst)) {
+            return known;
+        }
+        let found = match &t.kind {
+            TermKind::Binary(BinOp::And | BinOp::Or, _, a, b) => {
+                let left = self.fruitful(a, inst, out);
+                self.fruitful(b, inst, out) || left
+            }
+            TermKind::Unary(UnOp::Not, a) => self.fruitful(a, inst, out),
+            _ => !self.leaf_facts(t, inst, out).is_empty(),
+        };
+        out.fruitful.insert((t.id, inst), found);
+        found
     }
 
     /// The symbols a record's terms mention, closed under the terms their facts use.

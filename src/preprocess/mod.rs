@@ -1071,6 +1071,21 @@ struct Emitter {
     /// The last token written that was not made by a macro: file, end offset,
     /// raw index, line.
     last_direct: Option<(FileId, u32, u32, u32)>,
+    /// The shapes of the last four tokens written, newest last (see
+    /// [`Emitter::spelling`]).
+    recent: [Shape; 4],
+}
+
+/// What the emitter remembers of a token to tell `(x) && y` from a cast.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Open,
+    Close,
+    Ident,
+    /// `return`, `case`, `co_return`: an expression follows.
+    ExprKeyword,
+    Punct,
+    Other,
 }
 
 /// Most blank lines written to keep a later token on its original line.
@@ -1084,10 +1099,48 @@ impl Emitter {
             map: SourceMap::default(),
             depth: 0,
             last_direct: None,
+            recent: [Shape::Other; 4],
+        }
+    }
+
+    /// The spelling to write for a token. `a == (B) && c` is read by the
+    /// parser as a cast of `&&c` (the address of a label, a GNU extension)
+    /// to the type `B`, which also breaks the precedence of the whole
+    /// condition (`type == (type_) && J == (J_)` in a macro's table). In C++
+    /// `and` is the same token as `&&` everywhere; written as `and` after a
+    /// parenthesised name that an operator precedes, the parser reads it as
+    /// the logical and it is. (A name before the `(`, as in `decltype(x) &&`
+    /// or a ref-qualifier `f(T) &&`, keeps `&&`.)
+    fn spelling<'s>(&mut self, tok: &Tok, spelling: &'s str) -> &'s str {
+        let shape = match (tok.kind, spelling) {
+            (TokKind::Punct, "(") => Shape::Open,
+            (TokKind::Punct, ")") => Shape::Close,
+            (TokKind::Punct, _) => Shape::Punct,
+            (TokKind::Ident, "return" | "case" | "co_return") => Shape::ExprKeyword,
+            (TokKind::Ident, _) => Shape::Ident,
+            _ => Shape::Other,
+        };
+        let recent = self.recent;
+        self.recent = [recent[1], recent[2], recent[3], shape];
+        let operand_in_parens = matches!(
+            recent,
+            [
+                Shape::Punct | Shape::Open | Shape::ExprKeyword,
+                Shape::Open,
+                Shape::Ident,
+                Shape::Close
+            ]
+        );
+        if spelling == "&&" && operand_in_parens {
+            "and"
+        } else {
+            spelling
         }
     }
 
     fn emit(&mut self, files: &HashMap<FileId, Arc<SourceFile>>, tok: &Tok, spelling: &str) {
+        let source_len = spelling.len() as u32;
+        let spelling = self.spelling(tok, spelling);
         if tok.kind == TokKind::Punct {
             match spelling {
                 "{" | "(" => self.depth += 1,
@@ -1155,7 +1208,7 @@ impl Emitter {
             from_macro: false,
         });
         self.text.push_str(spelling);
-        self.last_direct = Some((tok.file, tok.offset + spelling.len() as u32, tok.raw, line));
+        self.last_direct = Some((tok.file, tok.offset + source_len, tok.raw, line));
     }
 
     /// Ends the current fragment (if it has text) and starts an empty one.
@@ -1178,6 +1231,7 @@ impl Emitter {
         self.map = SourceMap::default();
         self.depth = 0;
         self.last_direct = None;
+        self.recent = [Shape::Other; 4];
     }
 }
 

@@ -275,3 +275,17 @@ fn line_and_file_macros() {
     let out = pp("a\n__LINE__\n#define L __LINE__\nL");
     assert_tokens!(out, "a 2 4");
 }
+
+#[test]
+fn a_logical_and_after_a_parenthesised_name_is_written_as_and() {
+    // `t == (K) && j` would parse as a cast of `&&j` to the type `K`.
+    let src = "#define ENTRY(k_) if (t == (k_) && j == 8) { return 1; }\n\
+               int f(int t, int j) { ENTRY(KA) return (t) && j; }\n\
+               int g(int x, int y) { decltype(x) && r = static_cast<int &&>(y); return ok(x) && y; }\n";
+    let text = pp(src);
+    assert!(text.contains("t == ( KA ) and j == 8"), "{text}");
+    assert!(text.contains("return ( t ) and j"), "{text}");
+    // After a name (a call, `decltype`) `&&` stays.
+    assert!(text.contains("decltype ( x ) && r"), "{text}");
+    assert!(text.contains("ok ( x ) && y"), "{text}");
+}

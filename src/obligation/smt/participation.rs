@@ -106,11 +106,13 @@ impl Encoder<'_> {
         // divergent loop exit, the loop's own goal (`LoopExit`). A first
         // divergence, where both threads are still in every loop, remains.
         let mut guarded = super::GuardedFacts::default();
+        guarded.next_root();
         self.no_overflow_guarded(&parts.first, 0, &always, &mut guarded);
         let first = self.enc_bool(&parts.first, 0);
         let mut conj = vec![first];
         if let Some(both) = &parts.both {
             for inst in [0, 1] {
+                guarded.next_root();
                 self.no_overflow_guarded(both, inst, &always, &mut guarded);
                 conj.push(self.enc_bool(both, inst));
             }
@@ -118,6 +120,7 @@ impl Encoder<'_> {
         match goal {
             Goal::Diverges(_) | Goal::LoopExit { .. } => {
                 let second = parts.second.as_ref().expect("two threads");
+                guarded.next_root();
                 self.no_overflow_guarded(second, 1, &always, &mut guarded);
                 conj.push(self.enc_bool(second, 1).not());
                 conj.push(self.same_group(parts.group));
