@@ -3464,6 +3464,7 @@ impl<'a> Encoder<'a> {
     /// Whether some launch satisfies the shape and the launch facts: facts
     /// that contradict each other would make every obligation vacuous.
     pub fn launch_consistent(&mut self) -> bool {
+        let _s = crate::profile::stage("launch-consistent");
         self.begin();
         let mut facts = self.shape_facts();
         facts.extend(self.product_lemmas());
