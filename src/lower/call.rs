@@ -1204,7 +1204,6 @@ impl<'u> Lowerer<'u> {
         }
     }
 
-    /// The value of an operand (reading places).
     /// The key of an argument fixed at compile time: a constant, or a
     /// variable (a parameter of an inlined `constexpr` helper) whose value
     /// is known to be one.
@@ -1219,6 +1218,7 @@ impl<'u> Lowerer<'u> {
         }
     }
 
+    /// The value of an operand (reading places).
     pub(super) fn operand_value(&mut self, op: Operand, node: Node<'u>) -> Value {
         match op {
             Operand::Place(p) => self.read(&p, node),
