@@ -349,6 +349,11 @@ const FIRST_CHECK_STRATEGY: &str = "(then simplify \
                                   :local_ctx_limit 10000000 :hoist_ite true) \
            solve-eqs elim-uncnstr (using-params simplify :arith_lhs true) smt))))))))))))))";
 
+thread_local! {
+    /// The solver of `Encoder::launch_consistent`, per thread (and context).
+    static CONSISTENCY: std::cell::RefCell<Option<Solver>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Sets up a new solver: [`ARITH_SOLVER`]. Done once per solver: setting a
 /// solver's parameters makes Z3 re-read every parameter of every component
 /// (5% of an audit's samples when the work limit was set this way before
@@ -3469,13 +3474,32 @@ impl<'a> Encoder<'a> {
         let mut facts = self.shape_facts();
         facts.extend(self.product_lemmas());
         facts.append(&mut self.defs.clone());
-        let solver = self.new_solver();
-        for f in &facts {
-            solver.assert(f);
-        }
         // Products stay abstract here (an over-approximation): unsat is sure.
         let work = self.allowance;
-        self.clock_for(work).watch(|| check_within(&solver, &[], work)) != SatResult::Unsat
+        let check = |solver: &Solver| {
+            solver.push();
+            for f in &facts {
+                solver.assert(f);
+            }
+            let r = self.clock_for(work).watch(|| check_within(solver, &[], work));
+            solver.pop(1);
+            r
+        };
+        // One solver per thread and context, a scope per check: a new
+        // solver costs some 3 ms to build its core and 3 ms more for the
+        // first-check strategy, once per job.
+        let r = CONSISTENCY.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let context = z3::Context::thread_local().get_z3_context();
+            if slot
+                .as_ref()
+                .is_none_or(|s| s.get_context().get_z3_context() != context)
+            {
+                *slot = Some(self.new_solver());
+            }
+            check(slot.as_ref().expect("made above"))
+        });
+        r != SatResult::Unsat
     }
 
     /// Decides whether records `i` and `j` conflict, in the passes of
