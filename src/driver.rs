@@ -192,22 +192,16 @@ fn lower_files_streaming(
     // Facts about host fields hold across every file checked.
     let mut lower_options = options.lower.clone();
     let mut session = Session::new(options.pp.clone());
+    // The units that read the device's properties, as the target compiles
+    // them: another platform's branch (HIP's `cc`) is not one of its writes.
+    let mut compiled: Vec<(FileId, preprocess::Unit)> = Vec::new();
     if lower_options.compute_capability.is_some() {
-        // The units that read the device's properties are read as the
-        // target compiles them: the other targets' branches (HIP's `cc`)
-        // are not its writes.
-        let mut texts: Vec<String> = Vec::new();
-        for &f in units.iter().chain(&headers) {
+        for &f in &units {
             let text = &db.file(f).text;
-            if units.contains(&f) && text.contains("major") && text.contains("minor") {
-                let unit = session.preprocess(db, f);
-                texts.extend(unit.fragments.iter().map(|fragment| fragment.text.clone()));
-            } else {
-                texts.push(text.clone());
+            if text.contains("major") && text.contains("minor") {
+                compiled.push((f, session.preprocess(db, f)));
             }
         }
-        lower_options.compute_capability_fields =
-            lower::device_fields::compute_capability_fields(texts.iter().map(String::as_str));
     }
     let texts: Vec<&str> = units
         .iter()
@@ -216,6 +210,18 @@ fn lower_files_streaming(
         .collect();
     lower_options.warp_size_fields =
         lower::device_fields::warp_size_fields(texts.iter().copied(), lower_options.warp_size);
+    if lower_options.compute_capability.is_some() {
+        let raw = units
+            .iter()
+            .chain(&headers)
+            .filter(|f| !compiled.iter().any(|(c, _)| c == *f))
+            .map(|&f| db.file(f).text.as_str());
+        let preprocessed = compiled
+            .iter()
+            .flat_map(|(_, unit)| unit.fragments.iter().map(|fragment| fragment.text.as_str()));
+        let texts: Vec<&str> = raw.chain(preprocessed).collect();
+        lower_options.compute_capability_fields = lower::device_fields::compute_capability_fields(texts);
+    }
     let options = &Options {
         lower: lower_options,
         ..options.clone()

@@ -67,35 +67,12 @@ impl<'u> Lowerer<'u> {
                 Some(inner) => self.expr(inner),
                 None => Value::Void,
             },
-            // On the host (launch shapes), the device's warp size as a
-            // program reads it (`cudaDeviceProp::warpSize`, or a field that
-            // only ever receives it: `LowerConfig::warp_size_fields`) is the
-            // warp size of the run.
-            "field_expression"
-                if self.host_mode
-                    && node.field("field").is_some_and(|f| {
-                        let name = self.text(f);
-                        name == "warpSize" || self.config.warp_size_fields.iter().any(|w| w == name)
-                    }) =>
-            {
-                Value::Scalar(
-                    Expr::Int(self.config.warp_size as i128, ScalarTy::I32),
-                    Type::int(32, true),
-                )
-            }
-            // So is a field that only ever receives the compute capability
-            // (`LowerConfig::compute_capability_fields`): the target's.
-            "field_expression"
-                if self.host_mode
-                    && self.config.compute_capability.is_some()
-                    && node.field("field").is_some_and(|f| {
-                        let name = self.text(f);
-                        self.config.compute_capability_fields.iter().any(|w| w == name)
-                    }) =>
-            {
-                let cc = self.config.compute_capability.unwrap_or_default();
-                Value::Scalar(Expr::Int(cc as i128, ScalarTy::I32), Type::int(32, true))
-            }
+            // On the host (launch shapes), a device property as a program
+            // reads it is the run's (`Lowerer::device_property`).
+            "field_expression" if self.device_property(node).is_some() => Value::Scalar(
+                Expr::Int(self.device_property(node).unwrap_or_default(), ScalarTy::I32),
+                Type::int(32, true),
+            ),
             "identifier"
             | "qualified_identifier"
             | "field_expression"
@@ -1509,6 +1486,28 @@ impl<'u> Lowerer<'u> {
             .map(|f| f.as_ref())
             .unwrap_or(self.frag());
         crate::syntax::text(frag, node).to_string()
+    }
+
+    /// The value of a device property that host code reads from a field:
+    /// the warp size (`cudaDeviceProp::warpSize`, or a field that only ever
+    /// receives it: `LowerConfig::warp_size_fields`) and the compute
+    /// capability (a field that only ever receives it:
+    /// `LowerConfig::compute_capability_fields`) of the target.
+    fn device_property(&self, node: Node<'u>) -> Option<i128> {
+        if !self.host_mode {
+            return None;
+        }
+        let name = self.text(node.field("field")?);
+        let config = &self.config;
+        if name == "warpSize" || config.warp_size_fields.iter().any(|w| w == name) {
+            return Some(config.warp_size as i128);
+        }
+        let cc = config.compute_capability?;
+        config
+            .compute_capability_fields
+            .iter()
+            .any(|w| w == name)
+            .then_some(cc as i128)
     }
 
     fn span_in(&self, frag: &crate::preprocess::Fragment, node: Node) -> crate::source::Span {

@@ -634,18 +634,18 @@ fn ast_id(a: &impl Ast) -> usize {
     a.get_z3_ast().as_ptr() as usize
 }
 
-/// Facts that hold under guards (`Encoder::no_overflow_guarded`), one entry
-/// per fact: a fact met under many guards (a divisor tested in every arm
-/// of a configuration's disjunction) is one implication from their
-/// disjunction, not one implication per guard (ggml's symbolic covers met
-/// the same fact under hundreds of guards, and the copies made up most of
-/// the solver's work).
 /// Most (term, guard) pairs one condition is walked for: past it,
 /// facts met under further guards are dropped (fewer facts are sound).
 /// ggml's symbolic covers reach a fact along hundreds of thousands of
 /// paths through their configuration tables.
 const GUARDED_VISITS: usize = 20_000;
 
+/// Facts that hold under guards (`Encoder::no_overflow_guarded`), one entry
+/// per fact: a fact met under many guards (a divisor tested in every arm
+/// of a configuration's disjunction) is one implication from their
+/// disjunction, not one implication per guard (ggml's symbolic covers met
+/// the same fact under hundreds of guards, and the copies made up most of
+/// the solver's work).
 #[derive(Default)]
 pub(crate) struct GuardedFacts {
     facts: Vec<(Bool, Vec<Bool>)>,
@@ -660,7 +660,7 @@ pub(crate) struct GuardedFacts {
     /// walk skips the rest (a configuration's tests have none, and their
     /// paths are most of the DAG's).
     fruitful: HashMap<(u32, usize), bool>,
-    /// Pairs walked since the last [`GuardedFacts::next_root`].
+    /// Pairs walked in the current condition (see [`Encoder::guarded_facts`]).
     walked: usize,
 }
 
@@ -675,11 +675,6 @@ impl GuardedFacts {
         if !guards.iter().any(|g| g == guard) {
             guards.push(guard.clone());
         }
-    }
-
-    /// Starts the walk of another condition: it has a budget of its own.
-    pub(crate) fn next_root(&mut self) {
-        self.walked = 0;
     }
 
     /// The facts, each under the disjunction of its guards.
@@ -2872,6 +2867,14 @@ impl<'a> Encoder<'a> {
     /// operand's facts hold under `guard` and those premises, so the facts
     /// are sound for a thread whose condition is false, too: it evaluated
     /// its conjuncts up to the first that failed.
+    /// The no-overflow facts of condition `t` of thread `inst`, each under
+    /// the conjuncts evaluated before it ([`Self::no_overflow_guarded`]);
+    /// each condition has a walk of [`GUARDED_VISITS`] of its own.
+    pub(crate) fn guarded_facts(&mut self, t: &Term, inst: usize, out: &mut GuardedFacts) {
+        out.walked = 0;
+        self.no_overflow_guarded(t, inst, &Bool::from_bool(true), out);
+    }
+
     fn no_overflow_guarded(&mut self, t: &Term, inst: usize, guard: &Bool, out: &mut GuardedFacts) {
         let guard_key = guard.get_z3_ast().as_ptr() as usize;
         if out.walked >= GUARDED_VISITS || !self.fruitful(t, inst, out) || !out.visited.insert((t.id, inst, guard_key))

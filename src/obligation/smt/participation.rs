@@ -99,29 +99,25 @@ impl Encoder<'_> {
     /// The goal's formula and the facts it needs.
     fn goal_formula(&mut self, goal: Goal, parts: &Parts) -> (Bool, Vec<Bool>) {
         let mut facts = self.shape_facts();
-        let always = Bool::from_bool(true);
         // Each thread evaluates its conditions up to the first that fails
         // (`no_overflow_guarded`). The second thread's may fail earlier than
         // at this iteration of a loop around the collective: that is a
         // divergent loop exit, the loop's own goal (`LoopExit`). A first
         // divergence, where both threads are still in every loop, remains.
         let mut guarded = super::GuardedFacts::default();
-        guarded.next_root();
-        self.no_overflow_guarded(&parts.first, 0, &always, &mut guarded);
+        self.guarded_facts(&parts.first, 0, &mut guarded);
         let first = self.enc_bool(&parts.first, 0);
         let mut conj = vec![first];
         if let Some(both) = &parts.both {
             for inst in [0, 1] {
-                guarded.next_root();
-                self.no_overflow_guarded(both, inst, &always, &mut guarded);
+                self.guarded_facts(both, inst, &mut guarded);
                 conj.push(self.enc_bool(both, inst));
             }
         }
         match goal {
             Goal::Diverges(_) | Goal::LoopExit { .. } => {
                 let second = parts.second.as_ref().expect("two threads");
-                guarded.next_root();
-                self.no_overflow_guarded(second, 1, &always, &mut guarded);
+                self.guarded_facts(second, 1, &mut guarded);
                 conj.push(self.enc_bool(second, 1).not());
                 conj.push(self.same_group(parts.group));
                 for &k in &parts.loops {
