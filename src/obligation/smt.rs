@@ -3530,14 +3530,24 @@ impl<'a> Encoder<'a> {
                 Pass::Abstract => "abstract",
                 Pass::Exact => "exact",
             });
+            // (Reading the work may make a meter, which counts as work:
+            // only when asked.)
+            let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+            let (t0, w0) = (Instant::now(), if debug { work_done() } else { 0 });
             let out = once(this);
-            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+            if debug {
                 let what = match &out {
                     Outcome::Unsat => "unsat".to_string(),
                     Outcome::Sat { .. } => "sat".to_string(),
                     Outcome::Unknown(why) => format!("unknown ({why})"),
                 };
-                eprintln!("  pass {pass:?} ({} units): {what}", work);
+                // What it spent, its heuristics' own work included.
+                eprintln!(
+                    "  pass {pass:?} ({} units): {what}; spent {} units in {} ms",
+                    work,
+                    work_done() - w0,
+                    t0.elapsed().as_millis()
+                );
             }
             this.pass = Pass::Exact;
             this.allowance = full;
