@@ -192,17 +192,6 @@ fn lower_files_streaming(
     // Facts about host fields hold across every file checked.
     let mut lower_options = options.lower.clone();
     let mut session = Session::new(options.pp.clone());
-    // The units that read the device's properties, as the target compiles
-    // them: another platform's branch (HIP's `cc`) is not one of its writes.
-    let mut compiled: Vec<(FileId, preprocess::Unit)> = Vec::new();
-    if lower_options.compute_capability.is_some() {
-        for &f in &units {
-            let text = &db.file(f).text;
-            if text.contains("major") && text.contains("minor") {
-                compiled.push((f, session.preprocess(db, f)));
-            }
-        }
-    }
     let texts: Vec<&str> = units
         .iter()
         .chain(&headers)
@@ -211,6 +200,19 @@ fn lower_files_streaming(
     lower_options.warp_size_fields =
         lower::device_fields::warp_size_fields(texts.iter().copied(), lower_options.warp_size);
     if lower_options.compute_capability.is_some() {
+        // The units that read the device's properties, as the target
+        // compiles them: another platform's branch (HIP's `cc`) is not one
+        // of its writes.
+        let reading: Vec<FileId> = units
+            .iter()
+            .copied()
+            .filter(|&f| {
+                let text = &db.file(f).text;
+                text.contains("major") && text.contains("minor")
+            })
+            .collect();
+        let compiled: Vec<(FileId, preprocess::Unit)> =
+            reading.into_iter().map(|f| (f, session.preprocess(db, f))).collect();
         let raw = units
             .iter()
             .chain(&headers)

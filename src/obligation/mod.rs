@@ -581,13 +581,13 @@ impl Run<'_> {
             eprintln!("pair {i} {j}: {verdict} in {ms} ms");
         }
         // Where a check's time goes by how its obligations end.
-        let ended = match (&outcome, last) {
-            (smt::Outcome::Unsat, _) => "obligation unsat",
-            (smt::Outcome::Sat { .. }, _) => "obligation sat",
-            (smt::Outcome::Unknown(_), true) => "obligation unknown",
-            (smt::Outcome::Unknown(_), false) => "obligation unknown in a first round",
-        };
         if profiling {
+            let ended = match (&outcome, last) {
+                (smt::Outcome::Unsat, _) => "obligation unsat",
+                (smt::Outcome::Sat { .. }, _) => "obligation sat",
+                (smt::Outcome::Unknown(_), true) => "obligation unknown",
+                (smt::Outcome::Unknown(_), false) => "obligation unknown in a first round",
+            };
             crate::profile::record(ended, t0.elapsed(), smt::work_done() - w0);
         }
         stats.solved += 1;

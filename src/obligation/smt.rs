@@ -2860,13 +2860,6 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    /// "No undefined behaviour" for what a thread evaluates of the
-    /// condition `t` (a path condition: conjuncts in program order), with
-    /// C's short-circuits: the right operand of `a && b` is evaluated only
-    /// where `a` holds, that of `a || b` only where `a` fails. Each
-    /// operand's facts hold under `guard` and those premises, so the facts
-    /// are sound for a thread whose condition is false, too: it evaluated
-    /// its conjuncts up to the first that failed.
     /// The no-overflow facts of condition `t` of thread `inst`, each under
     /// the conjuncts evaluated before it ([`Self::no_overflow_guarded`]);
     /// each condition has a walk of [`GUARDED_VISITS`] of its own.
@@ -2875,6 +2868,13 @@ impl<'a> Encoder<'a> {
         self.no_overflow_guarded(t, inst, &Bool::from_bool(true), out);
     }
 
+    /// "No undefined behaviour" for what a thread evaluates of the
+    /// condition `t` (a path condition: conjuncts in program order), with
+    /// C's short-circuits: the right operand of `a && b` is evaluated only
+    /// where `a` holds, that of `a || b` only where `a` fails. Each
+    /// operand's facts hold under `guard` and those premises, so the facts
+    /// are sound for a thread whose condition is false, too: it evaluated
+    /// its conjuncts up to the first that failed.
     fn no_overflow_guarded(&mut self, t: &Term, inst: usize, guard: &Bool, out: &mut GuardedFacts) {
         let guard_key = guard.get_z3_ast().as_ptr() as usize;
         if out.walked >= GUARDED_VISITS || !self.fruitful(t, inst, out) || !out.visited.insert((t.id, inst, guard_key))
