@@ -126,8 +126,10 @@ enum Key {
     Opaque(OpId, ScalarTy, Vec<u32>),
 }
 
-/// The term factory: every term of a model is built here.
-#[derive(Default)]
+/// The term factory: every term of a model is built here. A clone
+/// extends the model's terms: it hands out the model's nodes for their
+/// structure and numbers new ones past them (see `smt::normal`).
+#[derive(Clone, Default)]
 pub struct Terms {
     table: HashMap<Key, Term>,
 }

@@ -34,7 +34,7 @@ use z3::ast::{Ast, Bool, Dynamic, Int, BV};
 use z3::{FuncDecl, Params, SatResult, Solver, Sort};
 
 use crate::ir::access::{AccessModel, AccessRecord, Origin, Scope};
-use crate::ir::term::{symbols_of, SymbolId, Term, TermKind};
+use crate::ir::term::{symbols_of, SymbolId, Term, TermKind, Terms};
 use crate::ir::{BinOp, Builtin, Dim, Kernel, ScalarTy, SymKind, UnOp};
 use crate::verdict::{ThreadWitness, Witness};
 
@@ -772,6 +772,9 @@ pub struct Encoder<'a> {
     read_only: Vec<bool>,
     /// Symbols of each record, with the symbols their facts mention.
     record_symbols: HashMap<usize, Vec<SymbolId>>,
+    /// The model's terms and the quotients the normal forms made beyond
+    /// them (see `normal`), cloned on first need.
+    extension: Option<Terms>,
 }
 
 impl<'a> Encoder<'a> {
@@ -828,6 +831,7 @@ impl<'a> Encoder<'a> {
             intervals: HashMap::default(),
             read_only,
             record_symbols: HashMap::default(),
+            extension: None,
         }
     }
 

@@ -25,7 +25,7 @@
 use crate::hash::{HashMap, HashSet};
 use std::collections::BTreeMap;
 
-use crate::ir::term::{Term, TermKind};
+use crate::ir::term::{Term, TermKind, Terms};
 use crate::ir::{BinOp, ScalarTy, UnOp};
 
 /// A polynomial: sorted factor ids (repeated for powers) to coefficients.
@@ -48,7 +48,13 @@ pub(super) type Normal = Vec<(Vec<Term>, i128)>;
 /// Normal forms of the terms of one obligation (quotients found in one
 /// are atoms of all).
 #[derive(Default)]
-pub(super) struct Normalizer {
+pub(super) struct Normalizer<'t> {
+    /// Where quotients the kernel does not compute are made: the model's
+    /// terms, and their extension (cloned from them on first need, so that
+    /// a made term that exists is the model's node). None: none are made.
+    terms: Option<(&'t Terms, &'t mut Option<Terms>)>,
+    /// The quotients made, by id.
+    made: Vec<u32>,
     atoms: HashMap<u32, Term>,
     quotients: HashMap<QuotKey, Term>,
     key_of: HashMap<u32, QuotKey>,
@@ -111,7 +117,16 @@ fn constant(v: i128) -> Poly {
     }
 }
 
-impl Normalizer {
+impl<'t> Normalizer<'t> {
+    /// A normalizer that may make quotients of quotients (see the module's
+    /// doc) in `extension`, a clone of `model` made on first need.
+    pub fn extending(model: &'t Terms, extension: &'t mut Option<Terms>) -> Normalizer<'t> {
+        Normalizer {
+            terms: Some((model, extension)),
+            ..Normalizer::default()
+        }
+    }
+
     /// Registers the quotients computed in `terms` (so that a remainder
     /// met before its quotient finds it), then gives each term's normal
     /// form; `None` unless a remainder or quotient was rewritten and
@@ -139,6 +154,7 @@ impl Normalizer {
         let mut out = Vec::new();
         for t in terms {
             let poly = self.poly(t)?;
+            let poly = self.fold_made(poly);
             out.push(
                 poly.into_iter()
                     .map(|(m, c)| (m.iter().map(|id| self.atoms[id].clone()).collect(), c))
@@ -185,6 +201,87 @@ impl Normalizer {
         let [id] = m.as_slice() else { return None };
         let key = self.key_of.get(id).filter(|k| *c == 1 && k.2 == ty)?;
         Some(key.clone())
+    }
+
+    /// The extension where quotients are made.
+    fn extension(&mut self) -> Option<&mut Terms> {
+        let (model, extension) = self.terms.as_mut()?;
+        Some(extension.get_or_insert_with(|| (*model).clone()))
+    }
+
+    /// `x / d` in `ty` when `x` is a quotient `y / e` the kernel computes
+    /// and `x / d` is not: the term `y / (e*d)`, made.
+    fn made_quotient(&mut self, x: &Term, d: &Term, ty: ScalarTy) -> Option<Poly> {
+        let px = self.poly(x)?;
+        let (m, c) = px.iter().next().filter(|_| px.len() == 1)?;
+        let ([id], 1) = (m.as_slice(), *c) else { return None };
+        let inner = self.atoms.get(id)?.clone();
+        let TermKind::Binary(BinOp::Div, ity, y, e) = &inner.kind else {
+            return None;
+        };
+        if *ity != ty || inner.ty != ty {
+            return None;
+        }
+        let terms = self.extension()?;
+        let product = terms.binary(BinOp::Mul, ty, e.clone(), d.clone());
+        let q = terms.binary(BinOp::Div, ty, y.clone(), product.clone());
+        if !matches!(q.kind, TermKind::Binary(BinOp::Div, ..)) {
+            return self.poly(&q);
+        }
+        let key = self.quotient_key(y, &product, ty)?;
+        self.quotients.entry(key.clone()).or_insert_with(|| q.clone());
+        self.key_of.insert(q.id, key);
+        self.made.push(q.id);
+        Some(self.atom(&q))
+    }
+
+    /// `p` with each made quotient `q = y / e` that appears only as
+    /// `c*y - c*e*q` folded into `c*(y % e)` (the same value by C's
+    /// division identity, and a remainder whose bounds the encoder knows).
+    fn fold_made(&mut self, mut p: Poly) -> Poly {
+        for id in self.made.clone() {
+            let Some(q) = self.atoms.get(&id).cloned() else {
+                continue;
+            };
+            let TermKind::Binary(BinOp::Div, ty, y, e) = &q.kind else {
+                continue;
+            };
+            let (Some(py), Some(pe)) = (self.poly(y), self.poly(e)) else {
+                continue;
+            };
+            let mut ignored = false;
+            let Some(eq) = mul(&pe, &BTreeMap::from([(vec![id], 1)]), &mut ignored) else {
+                continue;
+            };
+            // `p` holds `-c*e*q`: `c` from its first monomial.
+            let Some((m0, c0)) = eq.iter().next() else { continue };
+            let Some(pc) = p.get(m0) else { continue };
+            if pc % c0 != 0 {
+                continue;
+            }
+            let c = -pc / c0;
+            let Some(r) = self
+                .extension()
+                .map(|t| t.binary(BinOp::Rem, *ty, y.clone(), e.clone()))
+            else {
+                continue;
+            };
+            let folded = (|| {
+                let mut out = p.clone();
+                add(&mut out, &py, -c, &mut ignored)?;
+                add(&mut out, &eq, c, &mut ignored)?;
+                if out.keys().any(|m| m.contains(&id)) {
+                    return None;
+                }
+                add(&mut out, &BTreeMap::from([(vec![r.id], c)]), 1, &mut ignored)?;
+                Some(out)
+            })();
+            if let Some(out) = folded {
+                self.atoms.insert(r.id, r);
+                p = out;
+            }
+        }
+        p
     }
 
     fn atom(&mut self, t: &Term) -> Poly {
@@ -257,7 +354,10 @@ impl Normalizer {
             // `x % d = x - (x / d) * d`.
             TermKind::Binary(BinOp::Rem, opty, x, d) if same(opty) => {
                 let expanded = (|| {
-                    let q = self.quotient(x, d, *opty)?;
+                    let q = match self.quotient(x, d, *opty) {
+                        Some(q) => q,
+                        None => self.made_quotient(x, d, *opty)?,
+                    };
                     let (mut px, pd) = (self.poly(x)?, self.poly(d)?);
                     let product = mul(&q, &pd, &mut self.cancelled)?;
                     add(&mut px, &product, -1, &mut self.cancelled)?;
@@ -365,6 +465,32 @@ mod tests {
         let mut form = form;
         form.sort();
         assert_eq!(form, expected);
+    }
+
+    #[test]
+    fn a_remainder_of_a_quotient_expands_into_a_made_quotient_and_folds_back() {
+        let mut t = Terms::new();
+        let (i, a, b) = (
+            t.param(0, ScalarTy::I32),
+            t.param(1, ScalarTy::I32),
+            t.param(2, ScalarTy::I32),
+        );
+        // (i / a) % b * a + i % a: the kernel never computes i / (a*b).
+        let ia = op(&mut t, BinOp::Div, &i, &a);
+        let y = op(&mut t, BinOp::Rem, &ia, &b);
+        let ya = op(&mut t, BinOp::Mul, &y, &a);
+        let x = op(&mut t, BinOp::Rem, &i, &a);
+        let offset = op(&mut t, BinOp::Add, &ya, &x);
+        // Without an extension to make it in, the remainder stays whole.
+        assert!(Normalizer::default().normal_forms(&[&offset]).is_none());
+        let mut extension = None;
+        let form = only(Normalizer::extending(&t, &mut extension).normal_forms(&[&offset]));
+        // i - (a*b) * (i / (a*b)), folded: i % (a*b), made past the model's terms.
+        let mut made = extension.expect("the extension, made on need");
+        let ab = op(&mut made, BinOp::Mul, &a, &b);
+        let rem = op(&mut made, BinOp::Rem, &i, &ab);
+        assert!(rem.id as usize >= t.len());
+        assert_eq!(form, vec![(vec![rem.id], 1)]);
     }
 
     #[test]

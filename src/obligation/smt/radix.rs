@@ -305,7 +305,8 @@ impl Encoder<'_> {
     pub(super) fn radix_lemmas(&mut self, a: &Term, b: &Term, equal: Bool) -> (usize, Vec<Bool>) {
         let mut out = Vec::new();
         let mut identities = 0;
-        let forms = super::normal::Normalizer::default().normal_forms(&[a, b]);
+        let model = self.model;
+        let forms = super::normal::Normalizer::extending(&model.terms, &mut self.extension).normal_forms(&[a, b]);
         if let Some(Ok::<[_; 2], _>(forms)) = forms.map(TryInto::try_into) {
             // Offsets that unpack an index and rebuild it: each equals its
             // normal form, and the forms split.
@@ -374,7 +375,9 @@ impl Encoder<'_> {
                     *side = a.clone();
                 }
             }
-            let Some(forms) = super::normal::Normalizer::default().polynomials(&[&sides[0], &sides[1]]) else {
+            let model = self.model;
+            let mut normalizer = super::normal::Normalizer::extending(&model.terms, &mut self.extension);
+            let Some(forms) = normalizer.polynomials(&[&sides[0], &sides[1]]) else {
                 continue;
             };
             let divided = divided_differences(&forms[0], &forms[1]);
