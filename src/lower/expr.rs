@@ -42,6 +42,13 @@ impl<'u> Lowerer<'u> {
     }
 
     fn expr_inner(&mut self, node: Node<'u>) -> Value {
+        // On the host (launch shapes), a device property as a program
+        // reads it is the run's (`Lowerer::device_property`).
+        if node.kind_name() == "field_expression" {
+            if let Some(v) = self.device_property(node) {
+                return Value::Scalar(Expr::Int(v, ScalarTy::I32), Type::int(32, true));
+            }
+        }
         match node.kind_name() {
             "number_literal" => self.number(node),
             "char_literal" => {
@@ -67,12 +74,6 @@ impl<'u> Lowerer<'u> {
                 Some(inner) => self.expr(inner),
                 None => Value::Void,
             },
-            // On the host (launch shapes), a device property as a program
-            // reads it is the run's (`Lowerer::device_property`).
-            "field_expression" if self.device_property(node).is_some() => Value::Scalar(
-                Expr::Int(self.device_property(node).unwrap_or_default(), ScalarTy::I32),
-                Type::int(32, true),
-            ),
             "identifier"
             | "qualified_identifier"
             | "field_expression"
