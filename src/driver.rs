@@ -535,9 +535,27 @@ fn launch_blocks(
 
 /// A launch fact with its arguments (`Param(position)`) renamed to `k`'s
 /// scalar parameters; `None` if one is not a scalar parameter of `k`.
+/// An equation of an argument with a host value (`n == 64*h`, an assert
+/// or what the launch passes) holds of the parameter in its own type:
+/// the parameter is the value converted (narrowing `int64_t n` into an
+/// `int` parameter, it is not `n` itself).
 fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate::ir::Expr> {
-    use crate::ir::Expr;
+    use crate::ir::{BinOp, Expr};
     let go = |x: &Expr| in_params(x, names, k).map(Box::new);
+    if let Expr::Binary(BinOp::Eq, _, lhs, rhs) = e {
+        if let Expr::Param(_) = lhs.as_ref() {
+            let Expr::Param(p) = in_params(lhs, names, k)? else {
+                return None;
+            };
+            let ty = k.params[p as usize].ty;
+            return Some(Expr::Binary(
+                BinOp::Eq,
+                ty,
+                Box::new(Expr::Param(p)),
+                Box::new(Expr::Cast(ty, go(rhs)?)),
+            ));
+        }
+    }
     Some(match e {
         Expr::Param(pos) => {
             let name = names.get(*pos as usize).filter(|n| !n.is_empty())?;

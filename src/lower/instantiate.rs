@@ -215,7 +215,10 @@ fn block_shape(v: &super::Value) -> Option<Vec<LaunchShape>> {
 /// Facts relating the launch's dimensions to the kernel's arguments: each
 /// runtime extent written as a function of the arguments, where the host
 /// computes it from values it also passes (`dim3(WARP_SIZE, k)` and an
-/// argument `k`: `blockDim.y == k`). Host functions are taken to be
+/// argument `k`: `blockDim.y == k`), and each argument that the host
+/// computes from values it also passes (`(n, 64*h, h)`: the second is
+/// `64*h`; stated as `Param(i) == f`, which `driver::in_params` compares
+/// in the parameter's type). Host functions are taken to be
 /// deterministic (one call text, one value).
 fn launch_facts(
     grid: Option<&super::Value>,
@@ -238,14 +241,31 @@ fn launch_facts(
             _ => vec![None, None, None],
         }
     };
-    let args: Vec<Option<&Expr>> = args
+    let typed: Vec<Option<(&Expr, ScalarTy)>> = args
         .iter()
         .map(|a| match a {
-            Value::Scalar(e, _) if !e.is_const() => Some(e),
+            Value::Scalar(e, t) if !e.is_const() => Some((e, t.scalar())),
             _ => None,
         })
         .collect();
+    let args: Vec<Option<&Expr>> = typed.iter().map(|a| a.map(|(e, _)| e)).collect();
     let mut out = Vec::new();
+    for (i, arg) in typed.iter().enumerate() {
+        let Some((e, ty)) = arg else { continue };
+        if !ty.is_int() {
+            continue;
+        }
+        let mut others = args.clone();
+        others[i] = None;
+        if let Some(f) = in_arguments(e, &others) {
+            out.push(Expr::Binary(
+                BinOp::Eq,
+                *ty,
+                Box::new(Expr::Param(i as u32)),
+                Box::new(f),
+            ));
+        }
+    }
     for (extent, parts, is_grid) in [
         (Builtin::GridDim as fn(Dim) -> Builtin, scalars(grid), true),
         (Builtin::BlockDim as fn(Dim) -> Builtin, scalars(block), false),
@@ -297,7 +317,45 @@ fn launch_facts(
             }
         }
     }
+    let exact = exact_quotients(&out);
+    out.extend(exact);
     out
+}
+
+/// `x == q*y` for facts `x / y == q` and `x % y == 0` (`C / H == 64` and
+/// `C % H == 0`: `C == 64*H`): C's identity `x == (x/y)*y + x%y`, which
+/// holds in wrapped arithmetic too. Linear where the quotient is a
+/// constant, where the solver would have to find it through the division.
+fn exact_quotients(facts: &[super::Expr]) -> Vec<super::Expr> {
+    use super::Expr;
+    use crate::ir::BinOp;
+    let divides = |x: &Expr, y: &Expr, ty| {
+        facts.iter().any(|f| match f {
+            Expr::Binary(BinOp::Eq, t, r, zero) if *t == ty && zero.as_int() == Some(0) => {
+                matches!(r.as_ref(), Expr::Binary(BinOp::Rem, t2, a, b) if *t2 == ty && **a == *x && **b == *y)
+            }
+            _ => false,
+        })
+    };
+    facts
+        .iter()
+        .filter_map(|f| {
+            let Expr::Binary(BinOp::Eq, ty, quotient, q) = f else {
+                return None;
+            };
+            let Expr::Binary(BinOp::Div, t2, x, y) = quotient.as_ref() else {
+                return None;
+            };
+            (ty == t2 && divides(x, y, *ty)).then(|| {
+                Expr::Binary(
+                    BinOp::Eq,
+                    *ty,
+                    x.clone(),
+                    Box::new(Expr::Binary(BinOp::Mul, *ty, q.clone(), y.clone())),
+                )
+            })
+        })
+        .collect()
 }
 
 /// `e` with every part equal to an argument's value replaced by that
