@@ -536,23 +536,39 @@ fn launch_blocks(
 /// A launch fact with its arguments (`Param(position)`) renamed to `k`'s
 /// scalar parameters; `None` if one is not a scalar parameter of `k`.
 /// An equation of an argument with a host value (`n == 64*h`, an assert
-/// or what the launch passes) holds of the parameter in its own type:
-/// the parameter is the value converted (narrowing `int64_t n` into an
-/// `int` parameter, it is not `n` itself).
+/// or what the launch passes) holds of the parameter in its own type,
+/// the parameter being the value converted (narrowing `int64_t n` into an
+/// `int` parameter, it is not `n` itself), and only where the other side,
+/// computed from parameters, is congruent to what the host computed (see
+/// [`congruent`]); else the fact is dropped.
 fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate::ir::Expr> {
-    use crate::ir::{BinOp, Expr};
+    use crate::ir::{BinOp, Expr, ScalarTy};
     let go = |x: &Expr| in_params(x, names, k).map(Box::new);
     if let Expr::Binary(BinOp::Eq, _, lhs, rhs) = e {
-        if let Expr::Param(_) = lhs.as_ref() {
-            let Expr::Param(p) = in_params(lhs, names, k)? else {
+        // The argument itself, or read as its host type.
+        let argument = match lhs.as_ref() {
+            Expr::Cast(_, a) => a.as_ref(),
+            a => a,
+        };
+        if let Expr::Param(_) = argument {
+            let Expr::Param(p) = in_params(argument, names, k)? else {
                 return None;
             };
             let ty = k.params[p as usize].ty;
+            let ScalarTy::Int { bits, .. } = ty else { return None };
+            let rhs = go(rhs)?;
+            let width = |i: u32| match k.params.get(i as usize)?.ty {
+                ScalarTy::Int { bits, .. } => Some(bits),
+                _ => None,
+            };
+            if !congruent(&rhs, bits, &width) {
+                return None;
+            }
             return Some(Expr::Binary(
                 BinOp::Eq,
                 ty,
                 Box::new(Expr::Param(p)),
-                Box::new(Expr::Cast(ty, go(rhs)?)),
+                Box::new(Expr::Cast(ty, rhs)),
             ));
         }
     }
@@ -568,6 +584,42 @@ fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate:
         Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)?),
         other => other.clone(),
     })
+}
+
+/// Whether `e`, computed from `k`'s parameters, is congruent modulo
+/// `2^bits` to the same expression computed from the host values they
+/// received. A parameter is its value converted: congruent to it modulo
+/// 2^(its width), and converted to a type no wider (the host's own type,
+/// as launch facts read an argument) the host's value itself, as is any
+/// operation on such values alone. Ring and bitwise operations keep
+/// congruences modulo any power of two up to their width (a result
+/// extended to a wider type needs every bit of it); quotients, right
+/// shifts and comparisons keep none. (`int` parameters `c`, `h` and the
+/// host's `int64_t` assert `c == 64*h`: `c == (int)(64*h)` holds of the
+/// parameters whatever the host's values; with `c / 4` it would not.)
+fn congruent(e: &crate::ir::Expr, bits: u8, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
+    use crate::ir::{BinOp, Expr, ScalarTy, UnOp};
+    let width = |ty: &ScalarTy| match ty {
+        ScalarTy::Int { bits, .. } => Some(*bits),
+        _ => None,
+    };
+    let within = |ty: &ScalarTy| width(ty).map(|w| w.min(bits));
+    if exact(e, param_width) {
+        return true;
+    }
+    match e {
+        Expr::Int(..) => true,
+        Expr::Param(p) => param_width(*p).is_some_and(|w| w >= bits),
+        Expr::Unary(UnOp::Neg | UnOp::BitNot, ty, a) => within(ty).is_some_and(|r| congruent(a, r, param_width)),
+        Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor, ty, a, b) => {
+            within(ty).is_some_and(|r| congruent(a, r, param_width) && congruent(b, r, param_width))
+        }
+        Expr::Binary(BinOp::Shl, ty, a, b) if b.as_int().is_some() => {
+            within(ty).is_some_and(|r| congruent(a, r, param_width))
+        }
+        Expr::Cast(ty, a) => within(ty).is_some_and(|r| congruent(a, r, param_width)),
+        _ => false,
+    }
 }
 
 /// What [`lower_and_check`] gives: the entries (sorted as [`lower_all`]
@@ -1446,4 +1498,71 @@ fn for_any_launch(
         }
     }
     found
+}
+
+/// Whether `e`, computed from parameters, is the host's value itself (see
+/// [`congruent`]).
+fn exact(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
+    use crate::ir::{Expr, ScalarTy};
+    match e {
+        Expr::Int(..) | Expr::Bool(_) => true,
+        Expr::Cast(ScalarTy::Int { bits, .. }, p) if matches!(**p, Expr::Param(_)) => {
+            let Expr::Param(p) = **p else { return false };
+            param_width(p).is_some_and(|w| *bits <= w)
+        }
+        Expr::Cast(_, a) | Expr::Unary(_, _, a) => exact(a, param_width),
+        Expr::Binary(_, _, a, b) => exact(a, param_width) && exact(b, param_width),
+        Expr::Select(c, a, b) => exact(c, param_width) && exact(a, param_width) && exact(b, param_width),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::congruent;
+    use crate::ir::{BinOp, Expr, ScalarTy};
+
+    fn int(bits: u8) -> ScalarTy {
+        ScalarTy::Int { bits, signed: true }
+    }
+
+    fn bin(op: BinOp, ty: ScalarTy, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, ty, Box::new(a), Box::new(b))
+    }
+
+    #[test]
+    fn only_ring_arithmetic_on_wide_enough_parameters_is_congruent_to_the_hosts() {
+        // Parameters 0 and 1 are `int`, 2 is `int64_t`.
+        let width = |p: u32| [Some(32), Some(32), Some(64)].get(p as usize).copied().flatten();
+        let h = Expr::Param(1);
+        // 64*h computed in 64 bits, compared in 32: the truncation forgets
+        // what narrowing h lost.
+        let product = bin(BinOp::Mul, int(64), Expr::Int(64, int(64)), h.clone());
+        assert!(congruent(&product, 32, &width));
+        // Compared in 64 bits (an `int64_t` parameter), h's high bits count.
+        assert!(!congruent(&product, 64, &width));
+        // A quotient keeps no congruence: (n / 4) of a narrowed n is not
+        // the host's.
+        let quarter = bin(BinOp::Div, int(64), Expr::Param(2), Expr::Int(4, int(64)));
+        assert!(!congruent(&quarter, 32, &width));
+        // The 64-bit parameter is its host value.
+        let sum = bin(BinOp::Add, int(64), Expr::Param(2), Expr::Int(1, int(64)));
+        assert!(congruent(&sum, 64, &width));
+        // A constant shift is a product; a right shift keeps nothing.
+        let shl = bin(BinOp::Shl, int(32), Expr::Param(0), Expr::Int(3, int(32)));
+        assert!(congruent(&shl, 32, &width));
+        let shr = bin(BinOp::Shr, int(32), Expr::Param(0), Expr::Int(3, int(32)));
+        assert!(!congruent(&shr, 32, &width));
+        // A parameter read as its host type, no wider than it, is the
+        // host's value: then any operation on it is exact, a quotient too.
+        let host_int = Expr::Cast(int(32), Box::new(Expr::Param(1)));
+        let widened = bin(BinOp::Mul, int(64), Expr::Int(64, int(64)), host_int.clone());
+        assert!(congruent(&widened, 64, &width));
+        let halved = bin(BinOp::Div, int(64), host_int, Expr::Int(2, int(64)));
+        assert!(congruent(&halved, 64, &width));
+        // Read as a wider host type (an `int64_t` narrowed into `int`), not.
+        let host_long = Expr::Cast(int(64), Box::new(Expr::Param(1)));
+        let halved = bin(BinOp::Div, int(64), host_long, Expr::Int(2, int(64)));
+        assert!(!congruent(&halved, 32, &width));
+    }
 }

@@ -248,7 +248,7 @@ fn launch_facts(
             _ => None,
         })
         .collect();
-    let args: Vec<Option<&Expr>> = typed.iter().map(|a| a.map(|(e, _)| e)).collect();
+    let args = typed.clone();
     let mut out = Vec::new();
     for (i, arg) in typed.iter().enumerate() {
         let Some((e, ty)) = arg else { continue };
@@ -359,8 +359,11 @@ fn exact_quotients(facts: &[super::Expr]) -> Vec<super::Expr> {
 }
 
 /// `e` with every part equal to an argument's value replaced by that
-/// argument (`Param(position)`); `None` if host values remain.
-fn in_arguments(e: &super::Expr, args: &[Option<&super::Expr>]) -> Option<super::Expr> {
+/// argument (`Param(position)`); `None` if host values remain. An
+/// argument reads as its host type (`Cast(host type, Param)`): the
+/// parameter converted back, which is the host's value where the
+/// parameter is at least as wide (see `driver::congruent`).
+fn in_arguments(e: &super::Expr, args: &[Option<(&super::Expr, crate::ir::ScalarTy)>]) -> Option<super::Expr> {
     use super::Expr;
     fn strip(e: &Expr) -> &Expr {
         match e {
@@ -368,12 +371,13 @@ fn in_arguments(e: &super::Expr, args: &[Option<&super::Expr>]) -> Option<super:
             _ => e,
         }
     }
-    if let Some(i) = args.iter().position(|a| a.is_some_and(|a| strip(a) == strip(e))) {
+    if let Some(i) = args.iter().position(|a| a.is_some_and(|(a, _)| strip(a) == strip(e))) {
         let ty = match e {
             Expr::Cast(ty, _) => Some(*ty),
             _ => None,
         };
-        let p = Expr::Param(i as u32);
+        let host = args[i].map(|(_, t)| t)?;
+        let p = Expr::Cast(host, Box::new(Expr::Param(i as u32)));
         return Some(match ty {
             Some(ty) => Expr::Cast(ty, Box::new(p)),
             None => p,
