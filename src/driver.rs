@@ -542,7 +542,7 @@ fn launch_blocks(
 /// computed from parameters, is congruent to what the host computed (see
 /// [`congruent`]); else the fact is dropped.
 fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate::ir::Expr> {
-    use crate::ir::{BinOp, Expr, ScalarTy};
+    use crate::ir::{BinOp, Expr};
     let go = |x: &Expr| in_params(x, names, k).map(Box::new);
     if let Expr::Binary(BinOp::Eq, _, lhs, rhs) = e {
         // The argument itself, or read as its host type.
@@ -555,13 +555,9 @@ fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate:
                 return None;
             };
             let ty = k.params[p as usize].ty;
-            let ScalarTy::Int { bits, .. } = ty else { return None };
             let rhs = go(rhs)?;
-            let width = |i: u32| match k.params.get(i as usize)?.ty {
-                ScalarTy::Int { bits, .. } => Some(bits),
-                _ => None,
-            };
-            if !congruent(&rhs, bits, &width) {
+            let width = |i: u32| k.params.get(i as usize)?.ty.int_bits();
+            if !congruent(&rhs, ty.int_bits()?, &width) {
                 return None;
             }
             return Some(Expr::Binary(
@@ -599,16 +595,11 @@ fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate:
 /// parameters whatever the host's values; with `c / 4` it would not.)
 fn congruent(e: &crate::ir::Expr, bits: u8, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
     use crate::ir::{BinOp, Expr, ScalarTy, UnOp};
-    let width = |ty: &ScalarTy| match ty {
-        ScalarTy::Int { bits, .. } => Some(*bits),
-        _ => None,
-    };
-    let within = |ty: &ScalarTy| width(ty).map(|w| w.min(bits));
+    let within = |ty: &ScalarTy| ty.int_bits().map(|w| w.min(bits));
     if exact(e, param_width) {
         return true;
     }
     match e {
-        Expr::Int(..) => true,
         Expr::Param(p) => param_width(*p).is_some_and(|w| w >= bits),
         Expr::Unary(UnOp::Neg | UnOp::BitNot, ty, a) => within(ty).is_some_and(|r| congruent(a, r, param_width)),
         Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor, ty, a, b) => {
@@ -618,6 +609,23 @@ fn congruent(e: &crate::ir::Expr, bits: u8, param_width: &dyn Fn(u32) -> Option<
             within(ty).is_some_and(|r| congruent(a, r, param_width))
         }
         Expr::Cast(ty, a) => within(ty).is_some_and(|r| congruent(a, r, param_width)),
+        _ => false,
+    }
+}
+
+/// Whether `e`, computed from parameters, is the host's value itself (see
+/// [`congruent`]).
+fn exact(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
+    use crate::ir::Expr;
+    match e {
+        Expr::Int(..) | Expr::Bool(_) => true,
+        Expr::Cast(ty, a) => match a.as_ref() {
+            Expr::Param(p) => ty.int_bits().zip(param_width(*p)).is_some_and(|(bits, w)| bits <= w),
+            a => exact(a, param_width),
+        },
+        Expr::Unary(_, _, a) => exact(a, param_width),
+        Expr::Binary(_, _, a, b) => exact(a, param_width) && exact(b, param_width),
+        Expr::Select(c, a, b) => exact(c, param_width) && exact(a, param_width) && exact(b, param_width),
         _ => false,
     }
 }
@@ -1498,23 +1506,6 @@ fn for_any_launch(
         }
     }
     found
-}
-
-/// Whether `e`, computed from parameters, is the host's value itself (see
-/// [`congruent`]).
-fn exact(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
-    use crate::ir::{Expr, ScalarTy};
-    match e {
-        Expr::Int(..) | Expr::Bool(_) => true,
-        Expr::Cast(ScalarTy::Int { bits, .. }, p) if matches!(**p, Expr::Param(_)) => {
-            let Expr::Param(p) = **p else { return false };
-            param_width(p).is_some_and(|w| *bits <= w)
-        }
-        Expr::Cast(_, a) | Expr::Unary(_, _, a) => exact(a, param_width),
-        Expr::Binary(_, _, a, b) => exact(a, param_width) && exact(b, param_width),
-        Expr::Select(c, a, b) => exact(c, param_width) && exact(a, param_width) && exact(b, param_width),
-        _ => false,
-    }
 }
 
 #[cfg(test)]

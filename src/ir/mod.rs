@@ -112,6 +112,14 @@ impl ScalarTy {
         matches!(self, ScalarTy::Int { .. })
     }
 
+    /// The width of an integer type.
+    pub fn int_bits(self) -> Option<u8> {
+        match self {
+            ScalarTy::Int { bits, .. } => Some(bits),
+            _ => None,
+        }
+    }
+
     /// Wraps `value` into the range of this type (two's complement for signed).
     pub fn wrap(self, value: i128) -> i128 {
         match self {

@@ -241,16 +241,15 @@ fn launch_facts(
             _ => vec![None, None, None],
         }
     };
-    let typed: Vec<Option<(&Expr, ScalarTy)>> = args
+    let args: Vec<Option<(&Expr, ScalarTy)>> = args
         .iter()
         .map(|a| match a {
             Value::Scalar(e, t) if !e.is_const() => Some((e, t.scalar())),
             _ => None,
         })
         .collect();
-    let args = typed.clone();
     let mut out = Vec::new();
-    for (i, arg) in typed.iter().enumerate() {
+    for (i, arg) in args.iter().enumerate() {
         let Some((e, ty)) = arg else { continue };
         if !ty.is_int() {
             continue;

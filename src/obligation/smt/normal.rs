@@ -260,23 +260,23 @@ impl<'t> Normalizer<'t> {
                 continue;
             }
             let c = -pc / c0;
+            let mut out = p.clone();
+            let unfolded = (|| {
+                add(&mut out, &py, -c, &mut ignored)?;
+                add(&mut out, &eq, c, &mut ignored)?;
+                (!out.keys().any(|m| m.contains(&id))).then_some(())
+            })();
+            if unfolded.is_none() {
+                continue;
+            }
+            // Made only for a fold that takes place.
             let Some(r) = self
                 .extension()
                 .map(|t| t.binary(BinOp::Rem, *ty, y.clone(), e.clone()))
             else {
                 continue;
             };
-            let folded = (|| {
-                let mut out = p.clone();
-                add(&mut out, &py, -c, &mut ignored)?;
-                add(&mut out, &eq, c, &mut ignored)?;
-                if out.keys().any(|m| m.contains(&id)) {
-                    return None;
-                }
-                add(&mut out, &BTreeMap::from([(vec![r.id], c)]), 1, &mut ignored)?;
-                Some(out)
-            })();
-            if let Some(out) = folded {
+            if add(&mut out, &BTreeMap::from([(vec![r.id], c)]), 1, &mut ignored).is_some() {
                 self.atoms.insert(r.id, r);
                 p = out;
             }

@@ -297,6 +297,12 @@ fn constant<'t>(a: &'t Term, b: &'t Term) -> Option<(i128, &'t Term)> {
 }
 
 impl Encoder<'_> {
+    /// A normalizer of this obligation's terms that makes the quotients it
+    /// needs in the encoder's extension of the model's terms.
+    fn normalizer(&mut self) -> super::normal::Normalizer<'_> {
+        super::normal::Normalizer::extending(&self.model.terms, &mut self.extension)
+    }
+
     /// Mixed-radix lemmas for records at offsets `a` (thread 0) and `b`
     /// (thread 1) given that `equal` says the offsets are equal.
     /// With the normal forms of offsets that unpack an index and rebuild
@@ -305,8 +311,7 @@ impl Encoder<'_> {
     pub(super) fn radix_lemmas(&mut self, a: &Term, b: &Term, equal: Bool) -> (usize, Vec<Bool>) {
         let mut out = Vec::new();
         let mut identities = 0;
-        let model = self.model;
-        let forms = super::normal::Normalizer::extending(&model.terms, &mut self.extension).normal_forms(&[a, b]);
+        let forms = self.normalizer().normal_forms(&[a, b]);
         if let Some(Ok::<[_; 2], _>(forms)) = forms.map(TryInto::try_into) {
             // Offsets that unpack an index and rebuild it: each equals its
             // normal form, and the forms split.
@@ -375,9 +380,7 @@ impl Encoder<'_> {
                     *side = a.clone();
                 }
             }
-            let model = self.model;
-            let mut normalizer = super::normal::Normalizer::extending(&model.terms, &mut self.extension);
-            let Some(forms) = normalizer.polynomials(&[&sides[0], &sides[1]]) else {
+            let Some(forms) = self.normalizer().polynomials(&[&sides[0], &sides[1]]) else {
                 continue;
             };
             let divided = divided_differences(&forms[0], &forms[1]);
