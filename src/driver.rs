@@ -524,7 +524,7 @@ fn launch_blocks(
     for site in launches.iter().filter(|l| l.tuple == args) {
         for b in &site.blocks {
             let mut b = b.clone();
-            b.facts = b.facts.iter().filter_map(|f| in_params(f, &site.params, k)).collect();
+            b.facts = b.facts.iter().filter_map(|f| kernel_fact(f, &site.params, k)).collect();
             if !out.contains(&b) {
                 out.push(b);
             }
@@ -534,40 +534,62 @@ fn launch_blocks(
 }
 
 /// A launch fact with its arguments (`Param(position)`) renamed to `k`'s
-/// scalar parameters; `None` if one is not a scalar parameter of `k`.
-/// An equation of an argument with a host value (`n == 64*h`, an assert
-/// or what the launch passes) holds of the parameter in its own type,
-/// the parameter being the value converted (narrowing `int64_t n` into an
-/// `int` parameter, it is not `n` itself), and only where the other side,
-/// computed from parameters, is congruent to what the host computed (see
-/// [`congruent`]); else the fact is dropped.
-fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate::ir::Expr> {
-    use crate::ir::{BinOp, Expr};
-    let go = |x: &Expr| in_params(x, names, k).map(Box::new);
-    if let Expr::Binary(BinOp::Eq, _, lhs, rhs) = e {
-        // The argument itself, or read as its host type.
-        let argument = match lhs.as_ref() {
-            Expr::Cast(_, a) => a.as_ref(),
-            a => a,
+/// scalar parameters; `None` if one is not a scalar parameter of `k`, or
+/// if the fact need not hold of the parameters. A parameter is the value
+/// the host passed, converted to its type: where no conversion narrows,
+/// the fact is the host's own ([`verbatim`]; `evaluated`, as the host
+/// fact was). An equation of an argument with a host value (`n == 64*h`,
+/// an assert or what the launch passes) also holds of a narrowed
+/// parameter, in its own type, where the other side, computed from
+/// parameters, is congruent to what the host computed (see
+/// [`congruent`]); so does any fact whose values are the host's
+/// ([`exact`]). Those are kept, not `evaluated` (their operations are not
+/// the host's). Any other fact over a narrowed parameter is dropped:
+/// `n < 100` of a host `int64_t n` says nothing of the `int` it became.
+fn kernel_fact(f: &crate::ir::LaunchFact, names: &[String], k: &Kernel) -> Option<crate::ir::LaunchFact> {
+    use crate::ir::{BinOp, Expr, LaunchFact};
+    let width = |i: u32| k.params.get(i as usize)?.ty.int_bits();
+    if let Expr::Binary(BinOp::Eq, host, lhs, rhs) = &f.expr {
+        // The argument itself (in the equation's type, the host's), or
+        // read as its host type.
+        let (host, argument) = match lhs.as_ref() {
+            Expr::Cast(ty, a) => (*ty, a.as_ref()),
+            a => (*host, a),
         };
         if let Expr::Param(_) = argument {
             let Expr::Param(p) = in_params(argument, names, k)? else {
                 return None;
             };
             let ty = k.params[p as usize].ty;
-            let rhs = go(rhs)?;
-            let width = |i: u32| k.params.get(i as usize)?.ty.int_bits();
-            if !congruent(&rhs, ty.int_bits()?, &width) {
+            let rhs = in_params(rhs, names, k)?;
+            let lhs = Expr::Cast(host, Box::new(Expr::Param(p)));
+            let evaluated = f.evaluated && verbatim(&lhs, &width) && verbatim(&rhs, &width);
+            if !evaluated && !congruent(&rhs, ty.int_bits()?, &width) {
                 return None;
             }
-            return Some(Expr::Binary(
-                BinOp::Eq,
-                ty,
-                Box::new(Expr::Param(p)),
-                Box::new(Expr::Cast(ty, rhs)),
-            ));
+            return Some(LaunchFact {
+                expr: Expr::Binary(
+                    BinOp::Eq,
+                    ty,
+                    Box::new(Expr::Param(p)),
+                    Box::new(Expr::Cast(ty, Box::new(rhs))),
+                ),
+                evaluated,
+            });
         }
     }
+    let expr = in_params(&f.expr, names, k)?;
+    exact(&expr, &width).then(|| LaunchFact {
+        evaluated: f.evaluated && verbatim(&expr, &width),
+        expr,
+    })
+}
+
+/// `e` with its arguments (`Param(position)`) renamed to `k`'s scalar
+/// parameters; `None` if one is not a scalar parameter of `k`.
+fn in_params(e: &crate::ir::Expr, names: &[String], k: &Kernel) -> Option<crate::ir::Expr> {
+    use crate::ir::Expr;
+    let go = |x: &Expr| in_params(x, names, k).map(Box::new);
     Some(match e {
         Expr::Param(pos) => {
             let name = names.get(*pos as usize).filter(|n| !n.is_empty())?;
@@ -613,16 +635,38 @@ fn congruent(e: &crate::ir::Expr, bits: u8, param_width: &dyn Fn(u32) -> Option<
     }
 }
 
-/// Whether `e`, computed from parameters, is the host's value itself (see
-/// [`congruent`]).
-fn exact(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
+/// Whether `e`, computed from parameters, is the host's computation
+/// verbatim: it reads each parameter as a host type no wider than the
+/// parameter (which gives back the host's value; see [`congruent`]), so
+/// its every operation is the one the host performed. The launch's
+/// dimensions are its own.
+fn verbatim(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
     use crate::ir::Expr;
     match e {
-        Expr::Int(..) | Expr::Bool(_) => true,
+        Expr::Int(..) | Expr::Bool(_) | Expr::Builtin(_) => true,
         Expr::Cast(ty, a) => match a.as_ref() {
             Expr::Param(p) => ty.int_bits().zip(param_width(*p)).is_some_and(|(bits, w)| bits <= w),
-            a => exact(a, param_width),
+            a => verbatim(a, param_width),
         },
+        Expr::Unary(_, _, a) => verbatim(a, param_width),
+        Expr::Binary(_, _, a, b) => verbatim(a, param_width) && verbatim(b, param_width),
+        Expr::Select(c, a, b) => verbatim(c, param_width) && verbatim(a, param_width) && verbatim(b, param_width),
+        _ => false,
+    }
+}
+
+/// Whether `e`, computed from parameters, has the value of the host's
+/// computation: it is [`verbatim`], or where it is not, what differs is
+/// converted to a type no wider than the bits it keeps of the host's
+/// ([`congruent`]): `dim3 grid(n)` of a host `int64_t n` passed as an
+/// `int` is `(unsigned) n`, whose 32 bits the parameter keeps.
+fn exact(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
+    use crate::ir::Expr;
+    if verbatim(e, param_width) {
+        return true;
+    }
+    match e {
+        Expr::Cast(ty, a) => exact(a, param_width) || ty.int_bits().is_some_and(|bits| congruent(a, bits, param_width)),
         Expr::Unary(_, _, a) => exact(a, param_width),
         Expr::Binary(_, _, a, b) => exact(a, param_width) && exact(b, param_width),
         Expr::Select(c, a, b) => exact(c, param_width) && exact(a, param_width) && exact(b, param_width),
@@ -1383,7 +1427,7 @@ struct Job {
     /// Its index in the entry's `kernels`.
     instantiation: usize,
     /// The launch site's facts.
-    facts: Vec<crate::ir::Expr>,
+    facts: Vec<crate::ir::LaunchFact>,
     mopts: MemoryOptions,
     /// Its access model, once built (see `model_of` in `check_entry`).
     model: Option<Modelled>,
@@ -1413,7 +1457,7 @@ fn check_key(built: &Modelled, mopts: &MemoryOptions) -> CheckKey {
 /// The access models of one instantiation, by the launch facts they hold.
 /// Access models by launch facts and whether the launch lays warps along
 /// `threadIdx.x` (`Shape::lanes_along_x`).
-type Models = Vec<((Vec<crate::ir::Expr>, bool), Modelled)>;
+type Models = Vec<((Vec<crate::ir::LaunchFact>, bool), Modelled)>;
 
 /// `k`'s access model with launch facts `facts` under launches of `shape`,
 /// built once: shapes that differ only in their extents share it (unless
@@ -1422,7 +1466,7 @@ type Models = Vec<((Vec<crate::ir::Expr>, bool), Modelled)>;
 fn model_for(
     models: &mut Models,
     k: &Kernel,
-    facts: &[crate::ir::Expr],
+    facts: &[crate::ir::LaunchFact],
     shape: &crate::obligation::Shape,
     options: &Options,
 ) -> Modelled {
@@ -1512,6 +1556,56 @@ fn for_any_launch(
 mod tests {
     use super::congruent;
     use crate::ir::{BinOp, Expr, ScalarTy};
+
+    /// The launch facts of the only kernel of `source`, with whether each
+    /// is the host's own computation (`LaunchFact::evaluated`).
+    fn facts_of(source: &str) -> Vec<(Expr, bool)> {
+        let mut db = crate::source::SourceDb::new();
+        let unit = db.add_text("facts.cu", source);
+        let (entries, _) = super::lower_files(&mut db, vec![unit], Vec::new(), &super::Options::default());
+        let shapes = entries[0].launch_blocks[0].clone().expect("a launch site");
+        shapes[0].facts.iter().map(|f| (f.expr.clone(), f.evaluated)).collect()
+    }
+
+    #[test]
+    fn a_launch_fact_over_a_narrowed_parameter_holds_only_as_a_congruence() {
+        let source = "void abort_run(const char * why);\n\
+            __global__ void k(float * out, int narrow, long long wide, int scaled) { out[threadIdx.x] = 0.0f; }\n\
+            void run(float * out, long long n, long long w) {\n\
+                if (!(n < 100)) abort_run(\"n\");\n\
+                if (!(w < 100)) abort_run(\"w\");\n\
+                k<<<n, 32>>>(out, n, w, 2 * n);\n\
+            }\n";
+        // Scalar parameters are numbered among themselves: `narrow` 0,
+        // `wide` 1, `scaled` 2.
+        let facts = facts_of(source);
+        let mentions = |e: &Expr, p: u32| {
+            let mut found = false;
+            e.visit(&mut |x| found |= *x == Expr::Param(p));
+            found
+        };
+        // `w < 100` holds of the `long long` parameter, which is `w`: the
+        // host's own comparison.
+        assert!(facts
+            .iter()
+            .any(|(e, evaluated)| *evaluated && mentions(e, 1) && matches!(e, Expr::Binary(BinOp::Lt, ..))));
+        // `n < 100` says nothing of the `int` that `n` became: dropped.
+        assert!(!facts
+            .iter()
+            .any(|(e, _)| mentions(e, 0) && matches!(e, Expr::Binary(BinOp::Lt, ..))));
+        // `scaled == 2*n` holds modulo 2^32 of the narrowed parameters, but
+        // its arithmetic is not the host's: kept, not evaluated.
+        assert!(facts
+            .iter()
+            .any(|(e, evaluated)| !*evaluated && mentions(e, 2) && mentions(e, 0)));
+        // The grid's extent is `(unsigned) n`, whose 32 bits the narrowed
+        // parameter keeps: the same value, not the same arithmetic.
+        assert!(facts.iter().any(|(e, evaluated)| {
+            let mut grid = false;
+            e.visit(&mut |x| grid |= matches!(x, Expr::Builtin(crate::ir::Builtin::GridDim(crate::ir::Dim::X))));
+            grid && mentions(e, 0) && !*evaluated
+        }));
+    }
 
     fn int(bits: u8) -> ScalarTy {
         ScalarTy::Int { bits, signed: true }

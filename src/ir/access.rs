@@ -252,6 +252,9 @@ pub struct AccessModel {
     /// Facts of the launch, over parameters and dimensions (`blockDim.y ==
     /// k` from a launch site that passes one host value as both).
     pub assumptions: Vec<Term>,
+    /// The assumptions the host evaluated as they stand
+    /// (`ir::LaunchFact::evaluated`): no undefined behaviour in them.
+    pub evaluated: Vec<Term>,
     pub warp_size: u32,
     /// Why some part of the kernel could not be modelled for memory (a
     /// verdict that depends on it is `unknown`).

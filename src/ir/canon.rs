@@ -81,6 +81,8 @@ impl Canon<'_> {
         }
         let facts: Vec<usize> = m.assumptions.iter().map(|t| self.term(t)).collect();
         let _ = writeln!(self.out, "assumptions {facts:?}");
+        let evaluated: Vec<usize> = m.evaluated.iter().map(|t| self.term(t)).collect();
+        let _ = writeln!(self.out, "evaluated {evaluated:?}");
     }
 
     fn symbol(&mut self, s: &Symbol) -> String {

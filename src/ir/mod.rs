@@ -312,6 +312,28 @@ impl Expr {
     }
 }
 
+/// A fact of a kernel's launch, over its parameters (or, on the host's
+/// side, the launch's arguments) and launch dimensions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchFact {
+    pub expr: Expr,
+    /// The fact is the host's own computation: the values it reads are
+    /// those the host held (no narrowing conversion stands between a
+    /// parameter and the host's value). The host, like any C code, ran
+    /// it without undefined behaviour (no signed operation overflowed,
+    /// no divisor was zero), which the checks may then assume of it as
+    /// they do of the kernel's code. Not so for an equation that only
+    /// holds modulo a parameter's width (see `driver::congruent`).
+    pub evaluated: bool,
+}
+
+impl LaunchFact {
+    /// A fact the host evaluated.
+    pub fn evaluated(expr: Expr) -> LaunchFact {
+        LaunchFact { expr, evaluated: true }
+    }
+}
+
 /// Memory spaces: which threads can see an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {

@@ -68,7 +68,7 @@ pub struct LaunchShape {
     /// `blockDim.y == k` when the host passes one value as both. Arguments
     /// are `Param(i)` with `i` the parameter's position in the kernel's
     /// declaration (see `LaunchSite::params`).
-    pub facts: Vec<super::Expr>,
+    pub facts: Vec<crate::ir::LaunchFact>,
 }
 
 impl LaunchShape {
@@ -282,12 +282,15 @@ fn launch_facts(
                 None => in_arguments(&e, &args),
             };
             let Some(f) = f else { continue };
+            // An extent is a `dim3` component: the host's value converted
+            // to `unsigned int` (a scalar grid converts as a whole).
             let wide = ScalarTy::I64;
+            let extent_value = Expr::Cast(ScalarTy::U32, Box::new(Expr::Cast(ty, Box::new(f))));
             out.push(Expr::Binary(
                 BinOp::Eq,
                 wide,
                 Box::new(Expr::Cast(wide, Box::new(Expr::Builtin(extent(d))))),
-                Box::new(Expr::Cast(wide, Box::new(Expr::Cast(ty, Box::new(f))))),
+                Box::new(Expr::Cast(wide, Box::new(extent_value))),
             ));
         }
     }
@@ -627,7 +630,7 @@ fn launch_shapes(
         shapes
             .into_iter()
             .map(|s| LaunchShape {
-                facts: facts.clone(),
+                facts: facts.iter().cloned().map(crate::ir::LaunchFact::evaluated).collect(),
                 ..s
             })
             .collect(),

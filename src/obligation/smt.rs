@@ -3062,6 +3062,13 @@ impl<'a> Encoder<'a> {
         for f in &self.model.assumptions {
             out.push(self.enc_bool(f, 0));
         }
+        // No undefined behaviour in what the host evaluated: its signed
+        // arithmetic did not overflow (`ne23 == ne12*ne13` is the product).
+        let mut guarded = GuardedFacts::default();
+        for f in self.model.evaluated.clone() {
+            self.guarded_facts(&f, 0, &mut guarded);
+        }
+        out.extend(guarded.finish());
         for d in Dim::ALL {
             let m = self.shape.block_multiple[d as usize];
             if m > 1 {

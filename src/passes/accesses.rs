@@ -72,7 +72,7 @@ struct State {
 /// `lanes_along_x`: the launch's warps are runs of `threadIdx.x` (the lane
 /// is `threadIdx.x % warp_size`; see `Shape::lanes_along_x`), which lane
 /// reductions need (see `Exec::lane_determined`).
-pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: bool) -> AccessModel {
+pub fn build(kernel: &Kernel, warp_size: u32, facts: &[crate::ir::LaunchFact], lanes_along_x: bool) -> AccessModel {
     let mut exec = Exec {
         kernel,
         lanes_along_x,
@@ -84,6 +84,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: boo
             syncs: Vec::new(),
             loops: Vec::new(),
             assumptions: Vec::new(),
+            evaluated: Vec::new(),
             warp_size,
             unknowns: Vec::new(),
             no_wrap: HashSet::default(),
@@ -107,8 +108,11 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[Expr], lanes_along_x: boo
         vars,
     };
     for f in facts {
-        let t = exec.eval(&mut state, f);
+        let t = exec.eval(&mut state, &f.expr);
         let t = exec.terms().cast(ScalarTy::Bool, t);
+        if f.evaluated {
+            exec.model.evaluated.push(t.clone());
+        }
         exec.model.assumptions.push(t);
     }
     exec.block(&mut state, &kernel.body);
