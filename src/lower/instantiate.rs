@@ -373,17 +373,25 @@ fn in_arguments(e: &super::Expr, args: &[Option<(&super::Expr, crate::ir::Scalar
             _ => e,
         }
     }
-    if let Some(i) = args.iter().position(|a| a.is_some_and(|(a, _)| strip(a) == strip(e))) {
-        let ty = match e {
-            Expr::Cast(ty, _) => Some(*ty),
-            _ => None,
-        };
-        let host = args[i].map(|(_, t)| t)?;
-        let p = Expr::Cast(host, Box::new(Expr::Param(i as u32)));
-        return Some(match ty {
-            Some(ty) => Expr::Cast(ty, Box::new(p)),
-            None => p,
-        });
+    /// `e`'s conversions applied to `core`'s replacement `value`.
+    fn converted(e: &Expr, value: Expr) -> Expr {
+        match e {
+            Expr::Cast(ty, a) => Expr::Cast(*ty, Box::new(converted(a, value))),
+            _ => value,
+        }
+    }
+    // The argument itself, or the argument's value converted (`(int64_t)
+    // n` of an argument `n`); not a value the argument converts (`n` of
+    // an argument `(int) n`, which the conversion may have changed).
+    let argument = |i: usize| args[i].map(|(_, host)| Expr::Cast(host, Box::new(Expr::Param(i as u32))));
+    if let Some(i) = args.iter().position(|a| a.is_some_and(|(a, _)| a == e)) {
+        return argument(i);
+    }
+    if let Some(i) = args
+        .iter()
+        .position(|a| a.is_some_and(|(a, _)| !matches!(a, Expr::Cast(..)) && a == strip(e)))
+    {
+        return Some(converted(e, argument(i)?));
     }
     let go = |x: &Expr| in_arguments(x, args).map(Box::new);
     Some(match e {
