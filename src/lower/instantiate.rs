@@ -241,6 +241,21 @@ fn launch_facts(
             _ => vec![None, None, None],
         }
     };
+    let mut out = Vec::new();
+    // A constant argument is that value (in the host's type, which the
+    // parameter receives converted).
+    for (i, a) in args.iter().enumerate() {
+        if let Value::Scalar(e @ Expr::Int(..), t) = a {
+            if t.scalar().is_int() {
+                out.push(Expr::Binary(
+                    BinOp::Eq,
+                    t.scalar(),
+                    Box::new(Expr::Param(i as u32)),
+                    Box::new(e.clone()),
+                ));
+            }
+        }
+    }
     let args: Vec<Option<(&Expr, ScalarTy)>> = args
         .iter()
         .map(|a| match a {
@@ -248,7 +263,6 @@ fn launch_facts(
             _ => None,
         })
         .collect();
-    let mut out = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         let Some((e, ty)) = arg else { continue };
         if !ty.is_int() {
