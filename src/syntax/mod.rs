@@ -105,10 +105,14 @@ pub fn queries() -> &'static Queries {
     })
 }
 
-/// Named children of a node, in order.
+/// Named children of a node, in order, comments left out: a comment may
+/// stand anywhere (`k<<<g, b>>>(x, /*stride=*/ 0, n)`), and counted among
+/// a call's arguments it would shift every argument after it.
 pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
     let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
+    node.named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .collect()
 }
 
 /// All children (named or not), in order.
