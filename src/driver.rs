@@ -656,16 +656,15 @@ fn verbatim(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> boo
 }
 
 /// Whether `e`, computed from parameters, has the value of the host's
-/// computation: it is [`verbatim`], or where it is not, what differs is
-/// converted to a type no wider than the bits it keeps of the host's
-/// ([`congruent`]): `dim3 grid(n)` of a host `int64_t n` passed as an
-/// `int` is `(unsigned) n`, whose 32 bits the parameter keeps.
+/// computation: each conversion in it keeps no more bits than its operand
+/// has of the host's ([`congruent`]; a parameter read as a host type no
+/// wider than itself, as in [`verbatim`], is one): `dim3 grid(n)` of a
+/// host `int64_t n` passed as an `int` is `(unsigned) n`, whose 32 bits
+/// the parameter keeps.
 fn exact(e: &crate::ir::Expr, param_width: &dyn Fn(u32) -> Option<u8>) -> bool {
     use crate::ir::Expr;
-    if verbatim(e, param_width) {
-        return true;
-    }
     match e {
+        Expr::Int(..) | Expr::Bool(_) | Expr::Builtin(_) => true,
         Expr::Cast(ty, a) => exact(a, param_width) || ty.int_bits().is_some_and(|bits| congruent(a, bits, param_width)),
         Expr::Unary(_, _, a) => exact(a, param_width),
         Expr::Binary(_, _, a, b) => exact(a, param_width) && exact(b, param_width),

@@ -973,7 +973,7 @@ impl<'u> Lowerer<'u> {
 
     /// `return e;` in the current function.
     pub(super) fn return_stmt(&mut self, node: Node<'u>) {
-        let value_node = named_children(node).into_iter().find(|c| c.kind_name() != "comment");
+        let value_node = named_children(node).first().copied();
         let in_function = self.frame().ret.is_some();
         if !in_function {
             // A kernel-level return: leave the kernel.
@@ -1464,7 +1464,7 @@ impl<'u> Lowerer<'u> {
             .and_then(|a| named_children(a).into_iter().next())
             .map(|t| self.type_descriptor(t))
             .unwrap_or(Type::Opaque("?".into()));
-        let arg = args.and_then(|a| named_children(a).into_iter().find(|c| c.kind_name() != "comment"));
+        let arg = args.and_then(|a| named_children(a).first().copied());
         let Some(arg) = arg else {
             return Operand::Value(self.unknown_value(node, "cast without an operand"));
         };

@@ -70,7 +70,7 @@ impl<'u> Lowerer<'u> {
                 offset: i64c(0),
                 pointee: Type::Void,
             }),
-            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind_name() != "comment") {
+            "parenthesized_expression" => match named_children(node).first().copied() {
                 Some(inner) => self.expr(inner),
                 None => Value::Void,
             },
@@ -1014,9 +1014,6 @@ impl<'u> Lowerer<'u> {
         let mut out = Vec::new();
         let Some(args) = args else { return out };
         for a in named_children(args) {
-            if a.kind_name() == "comment" {
-                continue;
-            }
             if a.kind_name() == "parameter_pack_expansion" {
                 let Some(pattern) = a.field("pattern") else {
                     continue;
@@ -1051,7 +1048,7 @@ impl<'u> Lowerer<'u> {
             "pointer_expression" if node.field("operator").is_some_and(|o| self.text(o) == "*") => {
                 Operand::Place(self.place(node))
             }
-            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind_name() != "comment") {
+            "parenthesized_expression" => match named_children(node).first().copied() {
                 Some(inner) => self.operand(inner),
                 None => Operand::Value(Value::Void),
             },
@@ -1080,7 +1077,7 @@ impl<'u> Lowerer<'u> {
                 self.name_place(&name, node)
             }
             "qualified_identifier" => self.qualified_place(node),
-            "parenthesized_expression" => match named_children(node).into_iter().find(|c| c.kind_name() != "comment") {
+            "parenthesized_expression" => match named_children(node).first().copied() {
                 Some(inner) => self.place(inner),
                 None => Place::Temp(Value::Void),
             },
@@ -1628,9 +1625,7 @@ impl<'u> Lowerer<'u> {
         let Some(arg) = node.field("argument") else {
             return Place::Temp(Value::Void);
         };
-        let index_node = node
-            .field("indices")
-            .and_then(|i| named_children(i).into_iter().find(|c| c.kind_name() != "comment"));
+        let index_node = node.field("indices").and_then(|i| named_children(i).first().copied());
         let Some(index_node) = index_node else {
             return Place::Temp(self.unknown_value(node, "subscript without an index"));
         };

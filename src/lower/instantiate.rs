@@ -1943,7 +1943,7 @@ fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'
 /// The code ends with a `break`, `return` or `continue` (in a block, too):
 /// nothing falls through past it.
 fn jumps_away(n: Node) -> bool {
-    match named_children(n).into_iter().rev().find(|c| c.kind_name() != "comment") {
+    match named_children(n).last().copied() {
         Some(l)
             if matches!(
                 l.kind_name(),

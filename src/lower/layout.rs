@@ -499,9 +499,6 @@ impl<'u> Lowerer<'u> {
     pub(super) fn template_args(&mut self, list: Node<'u>) -> Vec<TArg> {
         let mut out = Vec::new();
         for a in named_children(list) {
-            if a.kind_name() == "comment" {
-                continue;
-            }
             out.extend(self.template_arg(a));
         }
         out
@@ -778,10 +775,7 @@ impl<'u> Lowerer<'u> {
                     .collect()
             })
             .unwrap_or_default();
-        let patterns: Vec<Node> = named_children(spec_args)
-            .into_iter()
-            .filter(|c| c.kind_name() != "comment")
-            .collect();
+        let patterns: Vec<Node> = named_children(spec_args);
         if patterns.len() != actual.len() {
             return None;
         }

@@ -49,9 +49,7 @@ impl<'u> Lowerer<'u> {
             "compound_statement" => self.compound(node),
             "expression_statement" => {
                 for child in named_children(node) {
-                    if child.kind_name() != "comment" {
-                        self.expr(child);
-                    }
+                    self.expr(child);
                 }
             }
             "declaration" => self.local_declaration(node),
@@ -169,7 +167,7 @@ impl<'u> Lowerer<'u> {
         let consequence = node.field("consequence");
         let alternative = node
             .field("alternative")
-            .and_then(|e| named_children(e).into_iter().find(|c| c.kind_name() != "comment"));
+            .and_then(|e| named_children(e).first().copied());
         match cond.as_bool() {
             Some(taken) => {
                 let branch = if taken { consequence } else { alternative };
@@ -297,10 +295,7 @@ impl<'u> Lowerer<'u> {
             self.unknown(node, "range-based for loop over a container");
             return;
         }
-        let items: Vec<Node> = named_children(right)
-            .into_iter()
-            .filter(|c| c.kind_name() != "comment")
-            .collect();
+        let items: Vec<Node> = named_children(right);
         let base = match node.field("type") {
             Some(t) => self.type_node(t),
             None => Type::Opaque("auto".into()),
@@ -511,7 +506,7 @@ impl<'u> Lowerer<'u> {
         for c in &cases[start..] {
             let value = c.field("value");
             for s in named_children(*c) {
-                if Some(s) == value || s.kind_name() == "comment" {
+                if Some(s) == value {
                     continue;
                 }
                 if self.dead {
@@ -709,9 +704,6 @@ impl<'u> Lowerer<'u> {
         let name = d.field("declarator").filter(|n| n.kind_name() == "identifier")?;
         let mut args = Vec::new();
         for p in named_children(d.field("parameters")?) {
-            if p.kind_name() == "comment" {
-                continue;
-            }
             let ty = p.field("type").filter(|t| t.kind_name() == "type_identifier")?;
             let bare = p.kind_name() == "parameter_declaration" && p.field("declarator").is_none();
             let variable = matches!(
