@@ -1063,9 +1063,11 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             ),
             (used_grid, options.grid_dim.is_some(), "grid", "blockIdx", "gridDim"),
         ] {
+            // A block extent every launch gives is the shape's, not assumed.
+            let known = |d: Dim| what == "block" && shapes.iter().all(|s| s.block[d as usize].is_some());
             let unused: Vec<&str> = Dim::ALL
                 .iter()
-                .filter(|d| !used[**d as usize])
+                .filter(|d| !used[**d as usize] && !known(**d))
                 .map(|d| d.name())
                 .collect();
             if !given && !unused.is_empty() {

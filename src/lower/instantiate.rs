@@ -1422,17 +1422,30 @@ impl<'u> Lowerer<'u> {
                 let ty = ty.strip_ref().clone();
                 // A scalar is one unknown value (a symbol named after it), so
                 // the launch's uses of it can be related; others are unknown.
-                let value = if ty.is_arith() && ty.scalar().is_int() {
+                if ty.is_arith() && ty.scalar().is_int() {
                     let s = self.sym(
                         &format!("{}::{name}", d.name),
                         ty.scalar(),
                         crate::ir::SymKind::Unresolved,
                     );
-                    super::Value::Scalar(super::Expr::Sym(s), ty)
+                    let value = super::Value::Scalar(super::Expr::Sym(s), ty.clone());
+                    let constant = named_children(p)
+                        .iter()
+                        .any(|c| c.kind_name() == "type_qualifier" && syntax::text(self.frag(), *c) == "const");
+                    if constant {
+                        self.bind(&name, super::Binding::Value(value));
+                    } else {
+                        // A variable: the host may assign it before it launches.
+                        let place = self.local_place(&name, &ty, p);
+                        self.write(&place, value, p);
+                        self.bind(&name, super::Binding::Place(place));
+                    }
                 } else {
-                    super::Value::Unknown(ty)
-                };
-                self.bind(&name, super::Binding::Place(super::Place::Temp(value)));
+                    self.bind(
+                        &name,
+                        super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))),
+                    );
+                }
             }
         }
     }
@@ -1713,6 +1726,147 @@ impl<'u> Lowerer<'u> {
         Some(Value::Scalar(e, Type::Bool))
     }
 
+    /// Variables a host statement may change without being an assignment's
+    /// target: those a reference it declares binds (`int &r = n;`), and
+    /// arithmetic variables it passes bare to a function that may take them
+    /// by non-`const` reference (`std::swap(n, m)`, or any function the
+    /// index does not know).
+    fn hidden_writes(&self, stmt: Node<'u>) -> Vec<String> {
+        let frag = self.frag();
+        let mut out = Vec::new();
+        let mut stack = vec![stmt];
+        while let Some(n) = stack.pop() {
+            match n.kind_name() {
+                "reference_declarator" => {
+                    let bound = n
+                        .parent()
+                        .filter(|p| p.kind_name() == "init_declarator")
+                        .and_then(|p| p.field("value"));
+                    if let Some(v) = bound {
+                        out.extend(identifiers(frag, v));
+                    }
+                }
+                "call_expression" => {
+                    for (at, a) in n
+                        .field("arguments")
+                        .map(named_children)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let mut a = a;
+                        while a.kind_name() == "parenthesized_expression" {
+                            let Some(&inner) = named_children(a).first() else { break };
+                            a = inner;
+                        }
+                        if a.kind_name() != "identifier" {
+                            continue;
+                        }
+                        let name = syntax::text(frag, a);
+                        let arithmetic =
+                            matches!(self.lookup_local(name), Some(super::Binding::Place(p)) if p.ty().is_arith());
+                        if arithmetic && self.may_take_by_reference(n, at) {
+                            out.push(name.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+            stack.extend(named_children(n));
+        }
+        out
+    }
+
+    /// Forgets what the host variable `name` held: from `at` on it holds
+    /// a value of its own (a symbol for an integer, so a check after `at`
+    /// still bounds what the launch passes; unknown otherwise).
+    fn forget(&mut self, name: &str, at: Node<'u>) {
+        let Some(super::Binding::Place(place)) = self.lookup_local(name) else {
+            return;
+        };
+        let ty = place.ty();
+        if matches!(place, super::Place::Var(..)) && ty.is_arith() && ty.scalar().is_int() {
+            let s = self.sym(
+                &format!("{name}@{}", at.start_byte()),
+                ty.scalar(),
+                crate::ir::SymKind::Unresolved,
+            );
+            self.write(&place, super::Value::Scalar(super::Expr::Sym(s), ty), at);
+        } else {
+            self.bind(
+                name,
+                super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))),
+            );
+        }
+    }
+
+    /// Every variable `node` may write: [`writes_of`] and [`Self::hidden_writes`].
+    fn all_writes(&self, node: Node<'u>) -> crate::hash::HashSet<String> {
+        let mut out = (*writes_of(self.index.generation, self.frag(), node)).clone();
+        out.extend(self.hidden_writes(node));
+        out
+    }
+
+    /// Whether the function `call` calls may take its argument `at` by
+    /// non-`const` reference: some function of its name does, or none is
+    /// known (a method, a function of a header not found).
+    fn may_take_by_reference(&self, call: Node<'u>, at: usize) -> bool {
+        let frag = self.frag();
+        let Some(mut f) = call.field("function") else {
+            return true;
+        };
+        if f.kind_name() == "template_function" {
+            let Some(name) = f.field("name") else { return true };
+            f = name;
+        }
+        let name = match f.kind_name() {
+            "identifier" | "qualified_identifier" => syntax::text(frag, f),
+            _ => return true,
+        };
+        let name = name.rsplit("::").next().unwrap_or(name).trim();
+        let functions: Vec<DeclId> = self
+            .index
+            .lookup(self.frame().ctx.scope, name)
+            .into_iter()
+            .filter(|&d| self.index.decl(d).kind == DeclKind::Function)
+            .collect();
+        if functions.is_empty() {
+            return true;
+        }
+        functions.iter().any(|&d| {
+            let Some(params) = parameter_list(self.index.decl(d).node) else {
+                return true;
+            };
+            let params: Vec<Node> = named_children(params)
+                .into_iter()
+                .filter(|p| p.kind_name().ends_with("parameter_declaration"))
+                .collect();
+            let param = match params.get(at) {
+                Some(p) => *p,
+                // Past a pack, the pack.
+                None => match params.last() {
+                    Some(p) if p.kind_name() == "variadic_parameter_declaration" => *p,
+                    _ => return false,
+                },
+            };
+            let by_reference = {
+                let mut stack = vec![param];
+                let mut found = false;
+                while let Some(n) = stack.pop() {
+                    if matches!(n.kind_name(), "reference_declarator" | "abstract_reference_declarator") {
+                        found = true;
+                    }
+                    stack.extend(named_children(n));
+                }
+                found
+            };
+            let constant = named_children(param)
+                .iter()
+                .any(|c| c.kind_name() == "type_qualifier" && syntax::text(frag, *c) == "const");
+            by_reference && !constant
+        })
+    }
+
     /// Binds the host variables a launch reads to the values the statements
     /// before it give them: declarations (`const` or not) and plain
     /// assignments in the blocks around the use, in order. A variable that
@@ -1726,24 +1880,51 @@ impl<'u> Lowerer<'u> {
         // and the branches the use is in.
         let mut levels: Vec<Vec<Node<'u>>> = Vec::new();
         let mut guards: Vec<(HostFact<'u>, usize)> = Vec::new();
+        // Code the use may run in again after it: loops around it (what
+        // they write, in any iteration), and lambdas and labels it is in
+        // (called or jumped to again, after anything in the function).
+        // Each is where it starts and what it may write.
+        let mut repeats: Vec<(Node<'u>, crate::hash::HashSet<String>)> = Vec::new();
+        let mut whole_function = Vec::new();
         let mut n = node;
         while let Some(p) = n.parent() {
             if let Some(g) = guard_of(frag, p, n) {
                 guards.push(g);
             }
-            if p.kind_name() == "compound_statement" {
-                levels.push(
+            match p.kind_name() {
+                // The cases before a case nothing falls into do not run
+                // before it.
+                "compound_statement" if n.kind_name() == "case_statement" && !fallen_into(n) => levels.push(Vec::new()),
+                "compound_statement" => levels.push(
                     named_children(p)
                         .into_iter()
                         .filter(|s| s.start_byte() < n.start_byte())
                         .collect(),
-                );
-            }
-            if p.kind_name() == "function_definition" {
-                break;
+                ),
+                "for_statement" | "while_statement" | "do_statement" | "for_range_loop" => {
+                    repeats.push((p, self.all_writes(p)));
+                }
+                "lambda_expression" | "labeled_statement" => whole_function.push(p),
+                "function_definition" => {
+                    if !whole_function.is_empty() {
+                        let written = self.all_writes(p);
+                        repeats.extend(whole_function.iter().map(|&at| (at, written.clone())));
+                    }
+                    break;
+                }
+                _ => {}
             }
             n = p;
         }
+        repeats.sort_by_key(|r| r.0.start_byte());
+        // Whether what the code from `at` reads, `names`, stays as it was
+        // there up to the use: no loop, lambda or label the use is in and
+        // `at` is outside writes it.
+        let stays = |at: usize, names: &crate::hash::HashSet<String>| {
+            repeats
+                .iter()
+                .all(|(start, written)| start.start_byte() <= at || written.is_disjoint(names))
+        };
         let before: Vec<Node<'u>> = levels.into_iter().rev().flatten().collect();
         let mut needed = (*identifiers_of(generation, frag, node)).clone();
         for (g, _) in &guards {
@@ -1770,7 +1951,10 @@ impl<'u> Lowerer<'u> {
                     _ => Vec::new(),
                 };
                 let mut all: Vec<String> = writes_of(generation, frag, stmt).iter().cloned().collect();
+                all.extend(self.hidden_writes(stmt));
                 all.retain(|w| !own.contains(w) || matches!(kind, HostStmt::Other));
+                all.sort();
+                all.dedup();
                 all
             };
             for w in &side {
@@ -1792,13 +1976,14 @@ impl<'u> Lowerer<'u> {
                 k => k,
             };
             match kind {
-                HostStmt::Asserts(cond) => {
-                    // A check that aborts the program holds after it, for
+                HostStmt::Asserts(fact) => {
+                    // A check that leaves the function holds after it, for
                     // values nothing writes before the use.
-                    let names = identifiers(frag, cond);
-                    if names.is_disjoint(&touched) {
+                    let names: crate::hash::HashSet<String> =
+                        fact.nodes().into_iter().flat_map(|c| identifiers(frag, c)).collect();
+                    if names.is_disjoint(&touched) && stays(stmt.start_byte(), &names) {
                         needed.extend(names);
-                        asserted.push(HostFact::Holds(cond));
+                        asserted.push(fact);
                     }
                 }
                 HostStmt::Declares(names) => {
@@ -1845,11 +2030,38 @@ impl<'u> Lowerer<'u> {
                 .iter()
                 .filter(|(start, _)| *start > at)
                 .any(|(_, w)| w.iter().any(|x| reads.contains(x)));
-            if !written_after {
+            if !written_after && stays(at, &reads) {
                 asserted.push(g);
             }
         }
-        for stmt in chosen.into_iter().rev() {
+        // In program order: the chosen statements again; what any other
+        // statement writes is unknown from there on (`n -= 1;`, `f(&n);`,
+        // a loop), so no earlier value or check stands for it.
+        let chosen: crate::hash::HashSet<usize> = chosen.iter().map(|s| s.id()).collect();
+        // Entering a loop (lambda, label) the use is in, what it writes
+        // no longer holds the value from before it.
+        let mut entered = 0;
+        let mut enter = |this: &mut Self, upto: usize| {
+            while let Some((start, written)) = repeats.get(entered).filter(|r| r.0.start_byte() < upto) {
+                for name in written {
+                    this.forget(name, *start);
+                }
+                entered += 1;
+            }
+        };
+        for &stmt in &before {
+            enter(self, stmt.start_byte());
+            if !chosen.contains(&stmt.id()) {
+                let written = write_log
+                    .iter()
+                    .find(|(start, _)| *start == stmt.start_byte())
+                    .map(|(_, w)| w.clone())
+                    .unwrap_or_default();
+                for name in written {
+                    self.forget(&name, stmt);
+                }
+                continue;
+            }
             if stmt.kind_name() == "declaration" {
                 self.local_declaration(stmt);
             } else if let HostStmt::Scales(_, at) = host_statement(generation, frag, stmt) {
@@ -1870,6 +2082,7 @@ impl<'u> Lowerer<'u> {
                 self.expr(e);
             }
         }
+        enter(self, usize::MAX);
         asserted
     }
 }
@@ -1922,14 +2135,8 @@ fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'
                 return None;
             }
             // Falling in from the case before would bring other values.
-            let mut prev = p.prev_named_sibling();
-            while let Some(q) = prev.filter(|q| q.kind_name() == "comment") {
-                prev = q.prev_named_sibling();
-            }
-            if let Some(q) = prev.filter(|q| q.kind_name() == "case_statement") {
-                if !jumps_away(q) {
-                    return None;
-                }
+            if fallen_into(p) {
+                return None;
             }
             let switch = p.parent()?.parent().filter(|s| s.kind_name() == "switch_statement")?;
             let cond = expr_of(switch.field("condition")?)?;
@@ -1938,6 +2145,62 @@ fn guard_of<'t>(frag: &Fragment, p: Node<'t>, n: Node<'t>) -> Option<(HostFact<'
         }
         _ => None,
     }
+}
+
+/// Whether control that enters `n` never comes out of it: a statement of
+/// it returns, throws or calls what does not come back (`abort`, `exit`,
+/// `__trap`), and nothing before that statement can jump past it (`break`,
+/// `continue`, `goto`, anywhere inside).
+fn leaves_function(frag: &Fragment, n: Node) -> bool {
+    fn jumps(n: Node) -> bool {
+        matches!(
+            n.kind_name(),
+            "break_statement" | "continue_statement" | "goto_statement"
+        ) || named_children(n).into_iter().any(jumps)
+    }
+    let leaves = |s: Node| match s.kind_name() {
+        "return_statement" | "throw_statement" => true,
+        "expression_statement" => named_children(s)
+            .into_iter()
+            .next()
+            .filter(|e| e.kind_name() == "call_expression")
+            .and_then(|e| e.field("function"))
+            .is_some_and(|f| no_return(syntax::text(frag, f))),
+        "compound_statement" => leaves_function(frag, s),
+        _ => false,
+    };
+    if n.kind_name() != "compound_statement" {
+        return leaves(n);
+    }
+    for s in named_children(n) {
+        if leaves(s) {
+            return true;
+        }
+        if jumps(s) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether a function of this name does not return: the C and C++
+/// library's ends of a program, the device trap, and the aborts of
+/// libraries (`ggml_abort`).
+fn no_return(name: &str) -> bool {
+    let last = name.rsplit("::").next().unwrap_or(name).trim();
+    matches!(
+        last,
+        "exit" | "_exit" | "_Exit" | "quick_exit" | "terminate" | "__trap" | "__builtin_trap" | "__builtin_unreachable"
+    ) || last.contains("abort")
+}
+
+/// Whether the case before `case` (a `case_statement`) falls into it.
+fn fallen_into(case: Node) -> bool {
+    let mut prev = case.prev_named_sibling();
+    while let Some(q) = prev.filter(|q| q.kind_name() == "comment") {
+        prev = q.prev_named_sibling();
+    }
+    prev.is_some_and(|q| q.kind_name() == "case_statement" && !jumps_away(q))
 }
 
 /// The code ends with a `break`, `return` or `continue` (in a block, too):
@@ -1963,8 +2226,9 @@ enum HostStmt<'t> {
     Declares(Vec<String>),
     /// `name = value;` (or a compound assignment): a plain update.
     Assigns(String, Node<'t>),
-    /// `if (!(c)) abort(…);` (`GGML_ASSERT(c)`): `c` holds after it.
-    Asserts(Node<'t>),
+    /// A branch that leaves the function (`if (!(c)) abort(…);`, as
+    /// `GGML_ASSERT(c)` expands; `if (c) return;`): what holds after it.
+    Asserts(HostFact<'t>),
     /// A loop whose only write multiplies one variable by constants
     /// (`while (n < m) n *= 2;`): the variable ends a multiple of its value
     /// before the loop. The node is the first such assignment.
@@ -1983,32 +2247,26 @@ fn host_statement<'t>(generation: u64, frag: &Fragment, stmt: Node<'t>) -> HostS
             HostStmt::Declares(names)
         }
         "if_statement" if stmt.field("alternative").is_none() => {
-            let aborts = stmt.field("consequence").is_some_and(|c| {
-                let call = match c.kind_name() {
-                    "expression_statement" => named_children(c).into_iter().next(),
-                    "compound_statement" => named_children(c)
-                        .into_iter()
-                        .next()
-                        .and_then(|s| named_children(s).into_iter().next()),
-                    _ => None,
-                };
-                call.filter(|e| e.kind_name() == "call_expression")
-                    .and_then(|e| e.field("function"))
-                    .is_some_and(|f| {
-                        let name = syntax::text(frag, f);
-                        name.contains("abort") || name.ends_with("exit") || name.contains("__trap")
+            // `if (c) { …; return; }` (`GGML_ASSERT(x)` is `if (!(x))
+            // abort(…)`): whatever the branch does, the code after it runs
+            // only where `c` is false.
+            let Some(clause) = stmt.field("condition") else {
+                return HostStmt::Other;
+            };
+            let cond = clause
+                .field("value")
+                .filter(|c| clause.field("initializer").is_none() && c.kind_name() != "condition_declaration");
+            match (cond, stmt.field("consequence")) {
+                (Some(c), Some(then)) if leaves_function(frag, then) => {
+                    let negated = (c.kind_name() == "unary_expression"
+                        && c.field("operator").is_some_and(|o| syntax::text(frag, o) == "!"))
+                    .then(|| c.field("argument"))
+                    .flatten();
+                    HostStmt::Asserts(match negated {
+                        Some(x) => HostFact::Holds(x),
+                        None => HostFact::Fails(c),
                     })
-            });
-            let negated = stmt
-                .field("condition")
-                .and_then(|c| named_children(c).into_iter().next())
-                .filter(|c| {
-                    c.kind_name() == "unary_expression"
-                        && c.field("operator").is_some_and(|o| syntax::text(frag, o) == "!")
-                })
-                .and_then(|c| c.field("argument"));
-            match (aborts, negated) {
-                (true, Some(c)) => HostStmt::Asserts(c),
+                }
                 _ => HostStmt::Other,
             }
         }
