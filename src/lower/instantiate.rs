@@ -1728,8 +1728,8 @@ impl<'u> Lowerer<'u> {
 
     /// Variables a host statement may change without being an assignment's
     /// target: those a reference it declares binds (`int &r = n;`), and
-    /// arithmetic variables it passes bare to a function that may take them
-    /// by non-`const` reference (`std::swap(n, m)`, or any function the
+    /// variables it passes bare to a function that may take them by
+    /// non-`const` reference (`std::swap(n, m)`, or any function the
     /// index does not know).
     fn hidden_writes(&self, stmt: Node<'u>) -> Vec<String> {
         let frag = self.frag();
@@ -1763,9 +1763,13 @@ impl<'u> Lowerer<'u> {
                             continue;
                         }
                         let name = syntax::text(frag, a);
-                        let arithmetic =
-                            matches!(self.lookup_local(name), Some(super::Binding::Place(p)) if p.ty().is_arith());
-                        if arithmetic && self.may_take_by_reference(n, at) {
+                        if self.may_take_by_reference(n, at) {
+                            if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+                                eprintln!(
+                                    "hidden write of {name} by {}",
+                                    syntax::text(frag, n).chars().take(80).collect::<String>()
+                                );
+                            }
                             out.push(name.to_string());
                         }
                     }
@@ -1781,8 +1785,18 @@ impl<'u> Lowerer<'u> {
     /// a value of its own (a symbol for an integer, so a check after `at`
     /// still bounds what the launch passes; unknown otherwise).
     fn forget(&mut self, name: &str, at: Node<'u>) {
-        let Some(super::Binding::Place(place)) = self.lookup_local(name) else {
-            return;
+        let place = match self.lookup_local(name) {
+            Some(super::Binding::Place(place)) => place,
+            // A constant, a type, a function: nothing writes it.
+            Some(_) => return,
+            // Not declared here (its declaration was not needed): a
+            // variable of its own, so nothing reads it through the index's
+            // declaration, nor as one symbol before and after the write.
+            None => {
+                let place = self.local_place(name, &super::Type::int(64, true), at);
+                self.bind(name, super::Binding::Place(place.clone()));
+                place
+            }
         };
         let ty = place.ty();
         if matches!(place, super::Place::Var(..)) && ty.is_arith() && ty.scalar().is_int() {
@@ -1807,34 +1821,48 @@ impl<'u> Lowerer<'u> {
         out
     }
 
-    /// Whether the function `call` calls may take its argument `at` by
-    /// non-`const` reference: some function of its name does, or none is
-    /// known (a method, a function of a header not found).
+    /// Whether the function `call` calls may change its argument `at`, a
+    /// variable: a function of its name takes it by non-`const` reference
+    /// and its body may write it (it has no body here, assigns the
+    /// parameter, or passes it on other than to a kernel launch, which
+    /// copies it), or it is one of the standard library's that swap. A
+    /// function the index does not know and a method take their arguments
+    /// by value (C's and CUDA's do; see `grammar/SUBSET.md`), and so does a
+    /// kernel.
     fn may_take_by_reference(&self, call: Node<'u>, at: usize) -> bool {
         let frag = self.frag();
+        if named_children(call)
+            .iter()
+            .any(|c| c.kind_name() == "kernel_call_syntax")
+        {
+            return false;
+        }
         let Some(mut f) = call.field("function") else {
-            return true;
+            return false;
         };
         if f.kind_name() == "template_function" {
-            let Some(name) = f.field("name") else { return true };
+            let Some(name) = f.field("name") else { return false };
             f = name;
         }
         let name = match f.kind_name() {
             "identifier" | "qualified_identifier" => syntax::text(frag, f),
-            _ => return true,
+            // A method, a functional cast (`float(n)`): by value.
+            _ => return false,
         };
         let name = name.rsplit("::").next().unwrap_or(name).trim();
+        if matches!(name, "swap" | "exchange" | "iter_swap") {
+            return true;
+        }
         let functions: Vec<DeclId> = self
             .index
             .lookup(self.frame().ctx.scope, name)
             .into_iter()
             .filter(|&d| self.index.decl(d).kind == DeclKind::Function)
             .collect();
-        if functions.is_empty() {
-            return true;
-        }
         functions.iter().any(|&d| {
-            let Some(params) = parameter_list(self.index.decl(d).node) else {
+            // The declaration's nodes are of its own file's text.
+            let (node, frag) = (self.index.decl(d).node, self.index.decl(d).frag);
+            let Some(params) = parameter_list(node) else {
                 return true;
             };
             let params: Vec<Node> = named_children(params)
@@ -1849,21 +1877,29 @@ impl<'u> Lowerer<'u> {
                     _ => return false,
                 },
             };
-            let by_reference = {
-                let mut stack = vec![param];
-                let mut found = false;
-                while let Some(n) = stack.pop() {
-                    if matches!(n.kind_name(), "reference_declarator" | "abstract_reference_declarator") {
-                        found = true;
+            let mut by_reference = false;
+            let mut param_name = None;
+            let mut stack = vec![param];
+            while let Some(n) = stack.pop() {
+                match n.kind_name() {
+                    "reference_declarator" | "abstract_reference_declarator" => by_reference = true,
+                    "identifier" if n.parent().is_some_and(|p| p.id() != param.id()) => {
+                        param_name = Some(syntax::text(frag, n).to_string());
                     }
-                    stack.extend(named_children(n));
+                    _ => {}
                 }
-                found
-            };
+                stack.extend(named_children(n));
+            }
             let constant = named_children(param)
                 .iter()
                 .any(|c| c.kind_name() == "type_qualifier" && syntax::text(frag, *c) == "const");
-            by_reference && !constant
+            if !by_reference || constant {
+                return false;
+            }
+            let (Some(body), Some(param_name)) = (node.field("body"), param_name) else {
+                return true;
+            };
+            body_may_write(frag, body, &param_name)
         })
     }
 
@@ -1875,6 +1911,10 @@ impl<'u> Lowerer<'u> {
     /// by-reference arguments.
     fn bind_preceding_constants(&mut self, node: Node<'u>) -> Vec<HostFact<'u>> {
         let frag = self.frag();
+        if std::env::var("WARPDRF_DEBUG_LAUNCH").is_ok() {
+            let text: String = syntax::text(frag, node).chars().take(60).collect();
+            eprintln!("site: {text}");
+        }
         let generation = self.index.generation;
         // Statements before the use, in program order (outer blocks first),
         // and the branches the use is in.
@@ -2192,6 +2232,66 @@ fn no_return(name: &str) -> bool {
         last,
         "exit" | "_exit" | "_Exit" | "quick_exit" | "terminate" | "__trap" | "__builtin_trap" | "__builtin_unreachable"
     ) || last.contains("abort")
+}
+
+/// Whether a function body may change its reference parameter `name`: it
+/// assigns it, takes its address, or passes it to a call that is not a
+/// kernel launch (through `std::forward` or `std::move` too; a launch is
+/// `<<<…>>>` or the runtime's `cudaLaunchKernel…`/`hipLaunch…`).
+fn body_may_write(frag: &Fragment, body: Node, name: &str) -> bool {
+    if super::assigned_names(frag, body, true).contains(name) {
+        return true;
+    }
+    let transparent = |call: Node| {
+        call.field("function").is_some_and(|f| {
+            let t = syntax::text(frag, f);
+            t.contains("forward") || t.contains("move")
+        })
+    };
+    // A kernel launch, by its syntax or through the runtime's API, copies
+    // its arguments.
+    let launches = |call: Node| {
+        named_children(call)
+            .iter()
+            .any(|c| c.kind_name() == "kernel_call_syntax")
+            || call.field("function").is_some_and(|f| {
+                let t = syntax::text(frag, f);
+                t.contains("LaunchKernel") || t.contains("hipLaunch")
+            })
+    };
+    let bare = |mut a: Node| -> bool {
+        loop {
+            match a.kind_name() {
+                "identifier" => return syntax::text(frag, a) == name,
+                "parenthesized_expression" => match named_children(a).first() {
+                    Some(&inner) => a = inner,
+                    None => return false,
+                },
+                "call_expression" => match a.field("arguments").map(named_children).unwrap_or_default().first() {
+                    Some(&inner) if transparent(a) => a = inner,
+                    _ => return false,
+                },
+                "parameter_pack_expansion" => match a.field("pattern") {
+                    Some(p) => a = p,
+                    None => return false,
+                },
+                _ => return false,
+            }
+        }
+    };
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if n.kind_name() == "call_expression"
+            && !transparent(n)
+            && !launches(n)
+            && n.field("arguments")
+                .is_some_and(|args| named_children(args).into_iter().any(bare))
+        {
+            return true;
+        }
+        stack.extend(named_children(n));
+    }
+    false
 }
 
 /// Whether the case before `case` (a `case_statement`) falls into it.
