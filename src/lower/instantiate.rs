@@ -1731,9 +1731,19 @@ impl<'u> Lowerer<'u> {
     /// variables it passes bare to a function that may take them by
     /// non-`const` reference (`std::swap(n, m)`, or any function the
     /// index does not know).
-    fn hidden_writes(&self, stmt: Node<'u>) -> Vec<String> {
+    fn hidden_writes(&self, stmt: Node<'u>) -> std::rc::Rc<crate::hash::HashSet<String>> {
+        memo_of(
+            self.index.generation,
+            stmt,
+            |m| &mut m.hidden,
+            || self.hidden_writes_uncached(stmt),
+        )
+    }
+
+    /// [`Self::hidden_writes`], computed.
+    fn hidden_writes_uncached(&self, stmt: Node<'u>) -> crate::hash::HashSet<String> {
         let frag = self.frag();
-        let mut out = Vec::new();
+        let mut out = crate::hash::HashSet::default();
         let mut stack = vec![stmt];
         while let Some(n) = stack.pop() {
             match n.kind_name() {
@@ -1770,7 +1780,7 @@ impl<'u> Lowerer<'u> {
                                     syntax::text(frag, n).chars().take(80).collect::<String>()
                                 );
                             }
-                            out.push(name.to_string());
+                            out.insert(name.to_string());
                         }
                     }
                 }
@@ -1817,7 +1827,7 @@ impl<'u> Lowerer<'u> {
     /// Every variable `node` may write: [`writes_of`] and [`Self::hidden_writes`].
     fn all_writes(&self, node: Node<'u>) -> crate::hash::HashSet<String> {
         let mut out = (*writes_of(self.index.generation, self.frag(), node)).clone();
-        out.extend(self.hidden_writes(node));
+        out.extend(self.hidden_writes(node).iter().cloned());
         out
     }
 
@@ -1991,7 +2001,7 @@ impl<'u> Lowerer<'u> {
                     _ => Vec::new(),
                 };
                 let mut all: Vec<String> = writes_of(generation, frag, stmt).iter().cloned().collect();
-                all.extend(self.hidden_writes(stmt));
+                all.extend(self.hidden_writes(stmt).iter().cloned());
                 all.retain(|w| !own.contains(w) || matches!(kind, HostStmt::Other));
                 all.sort();
                 all.dedup();
@@ -2448,6 +2458,7 @@ struct NodeMemo {
     generation: u64,
     writes: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
     idents: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
+    hidden: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
 }
 
 thread_local! {
