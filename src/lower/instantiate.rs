@@ -1305,10 +1305,30 @@ fn enclosing_function(node: Node) -> Option<Node> {
 
 /// Operand `i` of a launch's `<<<grid, block, …>>>`.
 fn launch_config_operand(call: Node, i: usize) -> Option<Node> {
+    kernel_call_syntax(call).and_then(|cfg| named_children(cfg).get(i).copied())
+}
+
+/// The `<<<…>>>` of a call that launches a kernel.
+fn kernel_call_syntax(call: Node) -> Option<Node> {
     named_children(call)
         .into_iter()
         .find(|n| n.kind_name() == "kernel_call_syntax")
-        .and_then(|cfg| named_children(cfg).get(i).copied())
+}
+
+/// `n` without the parentheses around it.
+fn unparenthesized(mut n: Node) -> Node {
+    while n.kind_name() == "parenthesized_expression" {
+        let Some(&inner) = named_children(n).first() else { break };
+        n = inner;
+    }
+    n
+}
+
+/// Whether a declaration (a parameter's) is `const` at its top level.
+fn declared_const(frag: &Fragment, decl: Node) -> bool {
+    named_children(decl)
+        .iter()
+        .any(|c| c.kind_name() == "type_qualifier" && syntax::text(frag, *c) == "const")
 }
 
 /// The uses of `name` in every fragment of the unit, with their fragment.
@@ -1429,10 +1449,7 @@ impl<'u> Lowerer<'u> {
                         crate::ir::SymKind::Unresolved,
                     );
                     let value = super::Value::Scalar(super::Expr::Sym(s), ty.clone());
-                    let constant = named_children(p)
-                        .iter()
-                        .any(|c| c.kind_name() == "type_qualifier" && syntax::text(self.frag(), *c) == "const");
-                    if constant {
+                    if declared_const(self.frag(), p) {
                         self.bind(&name, super::Binding::Value(value));
                     } else {
                         // A variable: the host may assign it before it launches.
@@ -1728,9 +1745,8 @@ impl<'u> Lowerer<'u> {
 
     /// Variables a host statement may change without being an assignment's
     /// target: those a reference it declares binds (`int &r = n;`), and
-    /// variables it passes bare to a function that may take them by
-    /// non-`const` reference (`std::swap(n, m)`, or any function the
-    /// index does not know).
+    /// variables it passes bare to a function that may change them
+    /// ([`Self::may_take_by_reference`]).
     fn hidden_writes(&self, stmt: Node<'u>) -> std::rc::Rc<crate::hash::HashSet<String>> {
         memo_of(
             self.index.generation,
@@ -1764,11 +1780,7 @@ impl<'u> Lowerer<'u> {
                         .into_iter()
                         .enumerate()
                     {
-                        let mut a = a;
-                        while a.kind_name() == "parenthesized_expression" {
-                            let Some(&inner) = named_children(a).first() else { break };
-                            a = inner;
-                        }
+                        let a = unparenthesized(a);
                         if a.kind_name() != "identifier" {
                             continue;
                         }
@@ -1841,10 +1853,7 @@ impl<'u> Lowerer<'u> {
     /// kernel.
     fn may_take_by_reference(&self, call: Node<'u>, at: usize) -> bool {
         let frag = self.frag();
-        if named_children(call)
-            .iter()
-            .any(|c| c.kind_name() == "kernel_call_syntax")
-        {
+        if kernel_call_syntax(call).is_some() {
             return false;
         }
         let Some(mut f) = call.field("function") else {
@@ -1900,10 +1909,7 @@ impl<'u> Lowerer<'u> {
                 }
                 stack.extend(named_children(n));
             }
-            let constant = named_children(param)
-                .iter()
-                .any(|c| c.kind_name() == "type_qualifier" && syntax::text(frag, *c) == "const");
-            if !by_reference || constant {
+            if !by_reference || declared_const(frag, param) {
                 return false;
             }
             let (Some(body), Some(param_name)) = (node.field("body"), param_name) else {
@@ -2088,6 +2094,7 @@ impl<'u> Lowerer<'u> {
         // statement writes is unknown from there on (`n -= 1;`, `f(&n);`,
         // a loop), so no earlier value or check stands for it.
         let chosen: crate::hash::HashSet<usize> = chosen.iter().map(|s| s.id()).collect();
+        let written_by: HashMap<usize, Vec<String>> = write_log.into_iter().collect();
         // Entering a loop (lambda, label) the use is in, what it writes
         // no longer holds the value from before it.
         let mut entered = 0;
@@ -2102,13 +2109,8 @@ impl<'u> Lowerer<'u> {
         for &stmt in &before {
             enter(self, stmt.start_byte());
             if !chosen.contains(&stmt.id()) {
-                let written = write_log
-                    .iter()
-                    .find(|(start, _)| *start == stmt.start_byte())
-                    .map(|(_, w)| w.clone())
-                    .unwrap_or_default();
-                for name in written {
-                    self.forget(&name, stmt);
+                for name in written_by.get(&stmt.start_byte()).into_iter().flatten() {
+                    self.forget(name, stmt);
                 }
                 continue;
             }
@@ -2261,9 +2263,7 @@ fn body_may_write(frag: &Fragment, body: Node, name: &str) -> bool {
     // A kernel launch, by its syntax or through the runtime's API, copies
     // its arguments.
     let launches = |call: Node| {
-        named_children(call)
-            .iter()
-            .any(|c| c.kind_name() == "kernel_call_syntax")
+        kernel_call_syntax(call).is_some()
             || call.field("function").is_some_and(|f| {
                 let t = syntax::text(frag, f);
                 t.contains("LaunchKernel") || t.contains("hipLaunch")
@@ -2273,10 +2273,7 @@ fn body_may_write(frag: &Fragment, body: Node, name: &str) -> bool {
         loop {
             match a.kind_name() {
                 "identifier" => return syntax::text(frag, a) == name,
-                "parenthesized_expression" => match named_children(a).first() {
-                    Some(&inner) => a = inner,
-                    None => return false,
-                },
+                "parenthesized_expression" => a = unparenthesized(a),
                 "call_expression" => match a.field("arguments").map(named_children).unwrap_or_default().first() {
                     Some(&inner) if transparent(a) => a = inner,
                     _ => return false,
