@@ -2249,25 +2249,23 @@ fn no_return(name: &str) -> bool {
 /// Whether a function body may change its reference parameter `name`: it
 /// assigns it, takes its address, or passes it to a call that is not a
 /// kernel launch (through `std::forward` or `std::move` too; a launch is
-/// `<<<…>>>` or the runtime's `cudaLaunchKernel…`/`hipLaunch…`).
+/// `<<<…>>>` or the runtime's `cudaLaunch…`/`hipLaunch…`).
 fn body_may_write(frag: &Fragment, body: Node, name: &str) -> bool {
     if super::assigned_names(frag, body, true).contains(name) {
         return true;
     }
-    let transparent = |call: Node| {
-        call.field("function").is_some_and(|f| {
-            let t = syntax::text(frag, f);
-            t.contains("forward") || t.contains("move")
-        })
+    // The callee's name without its qualifier or template arguments.
+    let callee = |call: Node| -> Option<&str> {
+        let t = syntax::text(frag, call.field("function")?);
+        let t = t.split('<').next().unwrap_or(t);
+        Some(t.rsplit("::").next().unwrap_or(t).trim())
     };
+    let transparent = |call: Node| matches!(callee(call), Some("forward" | "move"));
     // A kernel launch, by its syntax or through the runtime's API, copies
     // its arguments.
     let launches = |call: Node| {
         kernel_call_syntax(call).is_some()
-            || call.field("function").is_some_and(|f| {
-                let t = syntax::text(frag, f);
-                t.contains("LaunchKernel") || t.contains("hipLaunch")
-            })
+            || callee(call).is_some_and(|t| t.starts_with("cudaLaunch") || t.starts_with("hipLaunch"))
     };
     let bare = |mut a: Node| -> bool {
         loop {
