@@ -72,7 +72,10 @@ pub fn record(leaf: &str, took: Duration, work: u64) {
         path.push_str(leaf);
     }
     let kernel = KERNEL.with(|k| k.borrow().clone());
-    if !kernel.is_empty() && path.starts_with("kernel/") && leaf.starts_with("check") {
+    if !kernel.is_empty()
+        && path.starts_with("kernel/")
+        && (leaf.starts_with("check") || leaf.starts_with("obligation"))
+    {
         add(&BY_KERNEL, format!("{kernel} {}", &path["kernel/".len()..]), took, work);
     }
     add(&TOTALS, path, took, work);

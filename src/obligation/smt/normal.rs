@@ -65,6 +65,71 @@ pub(super) struct Normalizer<'t> {
     /// same offset, longer, and slows the search for witnesses).
     rewritten: bool,
     cancelled: bool,
+    /// Parameters the launch facts define (`ne01_ne02 == ne01*ne02`, by
+    /// the parameter's id): each stands for its definition's form, so
+    /// that a quotient by the host's product is the kernel's quotient by
+    /// one factor and then the other. See [`definitions`].
+    definitions: HashMap<u32, Term>,
+    /// The definitions the forms used, with the parameter each defines:
+    /// they hold as integers only where they do not wrap (the caller's
+    /// premises).
+    pub used: Vec<(Term, Term)>,
+}
+
+/// The parameters that launch facts `facts` define: `p == e` (either
+/// way round) over a signed type that keeps `p`'s values, where `e`
+/// does not mention `p`, through the definitions before it or itself.
+/// Where `e` does not wrap, `p` is `e` in integers.
+pub(super) fn definitions(facts: &[Term]) -> HashMap<u32, Term> {
+    let mut out: HashMap<u32, Term> = HashMap::default();
+    for f in facts {
+        let mut f = f;
+        while let TermKind::Cast(a) = &f.kind {
+            if a.ty != ScalarTy::Bool {
+                break;
+            }
+            f = a;
+        }
+        let TermKind::Binary(BinOp::Eq, ty, lhs, rhs) = &f.kind else {
+            continue;
+        };
+        if !signed(*ty) {
+            continue;
+        }
+        let param = |t: &Term| -> Option<Term> {
+            let inner = match &t.kind {
+                TermKind::Cast(a) if keeps_values(a.ty, t.ty) => a,
+                _ => t,
+            };
+            (matches!(inner.kind, TermKind::Param(_)) && signed(inner.ty)).then(|| inner.clone())
+        };
+        let (p, e) = match (param(lhs), param(rhs)) {
+            (Some(p), _) => (p, rhs),
+            (None, Some(p)) => (p, lhs),
+            _ => continue,
+        };
+        if out.contains_key(&p.id) || reaches(e, p.id, &out, &mut HashSet::default()) {
+            continue;
+        }
+        out.insert(p.id, e.clone());
+    }
+    out
+}
+
+/// Whether `t` mentions the term `id`, directly or through `definitions`.
+fn reaches(t: &Term, id: u32, definitions: &HashMap<u32, Term>, seen: &mut HashSet<u32>) -> bool {
+    if t.id == id {
+        return true;
+    }
+    if !seen.insert(t.id) {
+        return false;
+    }
+    if let Some(e) = definitions.get(&t.id) {
+        if reaches(e, id, definitions, seen) {
+            return true;
+        }
+    }
+    t.children().into_iter().any(|c| reaches(c, id, definitions, seen))
 }
 
 fn signed(ty: ScalarTy) -> bool {
@@ -125,6 +190,12 @@ impl<'t> Normalizer<'t> {
             terms: Some((model, extension)),
             ..Normalizer::default()
         }
+    }
+
+    /// This normalizer, reading the parameters `definitions` define as
+    /// their definitions (see [`definitions`]).
+    pub fn defining(self, definitions: HashMap<u32, Term>) -> Normalizer<'t> {
+        Normalizer { definitions, ..self }
     }
 
     /// Registers the quotients computed in `terms` (so that a remainder
@@ -348,6 +419,19 @@ impl<'t> Normalizer<'t> {
                 mul(&pa, &constant(1 << c), &mut self.cancelled).or_else(|| whole(self))
             }
             TermKind::Cast(a) if keeps_values(a.ty, t.ty) => self.poly(a).or_else(|| whole(self)),
+            TermKind::Param(_) if self.definitions.contains_key(&t.id) => {
+                let e = self.definitions[&t.id].clone();
+                match self.poly(&e) {
+                    Some(p) => {
+                        if !self.used.iter().any(|(u, _)| u.id == t.id) {
+                            self.used.push((t.clone(), e));
+                        }
+                        self.rewritten = true;
+                        Some(p)
+                    }
+                    None => whole(self),
+                }
+            }
             TermKind::Binary(BinOp::Div, opty, x, d) if same(opty) => {
                 self.quotient(x, d, *opty).or_else(|| whole(self))
             }
@@ -491,6 +575,37 @@ mod tests {
         let rem = op(&mut made, BinOp::Rem, &i, &ab);
         assert!(rem.id as usize >= t.len());
         assert_eq!(form, vec![(vec![rem.id], 1)]);
+    }
+
+    #[test]
+    fn launch_facts_define_parameters_without_cycles_or_wrap_around() {
+        let mut t = Terms::new();
+        let (h, w, hw) = (
+            t.param(0, ScalarTy::I64),
+            t.param(1, ScalarTy::I64),
+            t.param(2, ScalarTy::I64),
+        );
+        let product = t.binary(BinOp::Mul, ScalarTy::I64, h.clone(), w.clone());
+        let defines = t.binary(BinOp::Eq, ScalarTy::I64, hw.clone(), product.clone());
+        // `h == hw / w` would define `h` by itself through `hw`.
+        let back = t.binary(BinOp::Div, ScalarTy::I64, hw.clone(), w.clone());
+        let cycle = t.binary(BinOp::Eq, ScalarTy::I64, back, h.clone());
+        // Unsigned equality: the parameter may be negative, its image not.
+        let (u, v) = (t.param(3, ScalarTy::I64), t.param(4, ScalarTy::I64));
+        let unsigned = t.binary(BinOp::Eq, ScalarTy::U64, u.clone(), v);
+        let defs = definitions(&[defines, cycle, unsigned]);
+        assert_eq!(defs.len(), 1);
+        assert_eq!(defs[&hw.id].id, product.id);
+        // A quotient by `hw` is the quotient by `w`, then by `h`.
+        let i = t.param(5, ScalarTy::I64);
+        let by_hw = t.binary(BinOp::Div, ScalarTy::I64, i.clone(), hw.clone());
+        let by_w = t.binary(BinOp::Div, ScalarTy::I64, i.clone(), w.clone());
+        let by_w_h = t.binary(BinOp::Div, ScalarTy::I64, by_w, h.clone());
+        let difference = t.binary(BinOp::Sub, ScalarTy::I64, by_hw, by_w_h);
+        let mut n = Normalizer::default().defining(defs);
+        let forms = n.polynomials(&[&difference]).expect("a form");
+        assert!(forms[0].is_empty(), "the quotients are one atom");
+        assert_eq!(n.used.len(), 1);
     }
 
     #[test]

@@ -83,6 +83,33 @@ impl Monomial {
         }
     }
 
+    /// `self / Π factors` when each of `factors` is one of its own (a
+    /// parameter the launch facts define as their product: see
+    /// [`Extent`]).
+    fn divided_by_all(&self, factors: &[Term]) -> Option<Monomial> {
+        let mut own = self.factors.clone();
+        for x in factors {
+            let at = own.iter().position(|y| y.id == x.id)?;
+            own.remove(at);
+        }
+        Some(Monomial {
+            coef: self.coef.checked_mul(self.scale)?,
+            term: (own.len() == 1).then(|| own[0].clone()),
+            scale: 1,
+            factors: own,
+            fits: Vec::new(),
+        })
+    }
+
+    /// `self / f` (see [`Self::divided_by`]), or by `f`'s factors when
+    /// it is an extent the launch facts define.
+    fn divided_by_extent(&self, f: &Term, extent: Option<&[Term]>) -> Option<Monomial> {
+        match extent {
+            Some(factors) => self.divided_by_all(factors),
+            None => self.divided_by(f),
+        }
+    }
+
     /// `self / f` when `f` is one of its factors: the coefficient takes the
     /// scale, and one occurrence of `f` goes.
     fn divided_by(&self, f: &Term) -> Option<Monomial> {
@@ -182,6 +209,20 @@ struct Sum {
     /// those within the monomials' own terms (a normal form's monomials
     /// have none: they multiply out the kernel's products).
     products: Vec<Term>,
+    /// Parameters the launch facts define as products of the forms'
+    /// atoms (see [`Extent`]).
+    extents: Vec<Extent>,
+}
+
+/// A parameter the launch facts define as a product (`ne012 == ne0*ne1*ne2`
+/// through `ne01 == ne0*ne1`): a normal form reads it as its factors, and
+/// it divides the monomials that hold them all. Its value is their
+/// product where the definitions `premises` name have theirs.
+#[derive(Clone)]
+struct Extent {
+    param: Term,
+    factors: Vec<Term>,
+    premises: Vec<(Term, Term)>,
 }
 
 impl Sum {
@@ -300,7 +341,17 @@ impl Encoder<'_> {
     /// A normalizer of this obligation's terms that makes the quotients it
     /// needs in the encoder's extension of the model's terms.
     fn normalizer(&mut self) -> super::normal::Normalizer<'_> {
-        super::normal::Normalizer::extending(&self.model.terms, &mut self.extension)
+        let definitions = super::normal::definitions(&self.model.assumptions);
+        super::normal::Normalizer::extending(&self.model.terms, &mut self.extension).defining(definitions)
+    }
+
+    /// That the launch facts' definitions `used` by a normal form have
+    /// their values in integers (see [`Self::defined`]).
+    fn definitions_defined(&mut self, used: &[(Term, Term)], out: &mut Vec<Bool>) {
+        let mut seen = HashSet::default();
+        for (_, e) in used {
+            self.defined(e, 0, &mut seen, out);
+        }
     }
 
     /// Mixed-radix lemmas for records at offsets `a` (thread 0) and `b`
@@ -311,19 +362,40 @@ impl Encoder<'_> {
     pub(super) fn radix_lemmas(&mut self, a: &Term, b: &Term, equal: Bool) -> (usize, Vec<Bool>) {
         let mut out = Vec::new();
         let mut identities = 0;
-        let forms = self.normalizer().normal_forms(&[a, b]);
+        let mut normalizer = self.normalizer();
+        let forms = normalizer.normal_forms(&[a, b]);
+        let used = std::mem::take(&mut normalizer.used);
         if let Some(Ok::<[_; 2], _>(forms)) = forms.map(TryInto::try_into) {
             // Offsets that unpack an index and rebuild it: each equals its
             // normal form, and the forms split.
             let mut products = Vec::new();
             let mut seen = HashSet::default();
-            for t in [a, b] {
+            // The launch facts' definitions the forms read are products
+            // the host computed (`ne0*ne1` for a parameter the guard
+            // bounds by): factors too.
+            for t in [a, b].into_iter().chain(used.iter().map(|(_, e)| e)) {
                 products_within(t, &mut products, &mut seen);
+            }
+            let mut extents = Vec::new();
+            for (param, _) in &used {
+                let Some(forms) = self.normalizer().polynomials(&[param]) else {
+                    continue;
+                };
+                if let [(factors, 1)] = forms[0].as_slice() {
+                    if factors.len() >= 2 {
+                        extents.push(Extent {
+                            param: param.clone(),
+                            factors: factors.clone(),
+                            premises: used.clone(),
+                        });
+                    }
+                }
             }
             let sums = forms.map(|form| Sum {
                 monos: form.into_iter().map(Monomial::normal).collect(),
                 fits: Vec::new(),
                 products: products.clone(),
+                extents: extents.clone(),
             });
             let mut premises = vec![equal];
             for (inst, (t, sum)) in [a, b].into_iter().zip(&sums).enumerate() {
@@ -334,6 +406,7 @@ impl Encoder<'_> {
                 for u in std::iter::once(t).chain(sum.monos.iter().flat_map(|m| &m.factors)) {
                     self.defined(u, inst, &mut seen, &mut own);
                 }
+                self.definitions_defined(&used, &mut own);
                 let own = Bool::and(&own);
                 out.push(own.implies(offset.eq(&value)));
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
@@ -342,6 +415,7 @@ impl Encoder<'_> {
                 premises.push(own);
                 identities += 1;
             }
+            self.product_ties(&sums, &mut out);
             let [x, y] = sums;
             self.split(Bool::and(&premises), [x, y], MAX_DEPTH, &mut out);
         } else if let (Some(x), Some(y)) = (Sum::of(a, 1), Sum::of(b, 1)) {
@@ -380,7 +454,10 @@ impl Encoder<'_> {
                     *side = a.clone();
                 }
             }
-            let Some(forms) = self.normalizer().polynomials(&[&sides[0], &sides[1]]) else {
+            let mut normalizer = self.normalizer();
+            let forms = normalizer.polynomials(&[&sides[0], &sides[1]]);
+            let used = std::mem::take(&mut normalizer.used);
+            let Some(forms) = forms else {
                 continue;
             };
             let divided = divided_differences(&forms[0], &forms[1]);
@@ -392,6 +469,7 @@ impl Encoder<'_> {
             for side in &sides {
                 self.defined(side, inst, &mut seen, &mut own);
             }
+            self.definitions_defined(&used, &mut own);
             premise.extend(own);
             let premise = Bool::and(&premise);
             for (f, quotient) in divided {
@@ -495,46 +573,66 @@ impl Encoder<'_> {
         for t in sums.iter().flat_map(|s| &s.monos).filter_map(|m| m.term.as_ref()) {
             products_in(t, &mut products);
         }
-        let mut candidates: Vec<(usize, usize, Term)> = Vec::new();
-        for f in sums
+        let mut candidates: Vec<(usize, usize, Term, Option<Extent>)> = Vec::new();
+        let extents: Vec<Extent> = sums[0].extents.clone();
+        let plain = sums
             .iter()
             .flat_map(|s| &s.monos)
             .flat_map(|m| &m.factors)
             .chain(&products)
-        {
-            if candidates.iter().any(|(_, _, c)| c.id == f.id)
-                || crate::ir::term::mentions(f, &mut { per_thread }, &mut HashSet::default())
+            .map(|f| (f.clone(), None));
+        let defined = extents.iter().map(|e| (e.param.clone(), Some(e.clone())));
+        for (f, extent) in plain.chain(defined) {
+            if candidates.iter().any(|(_, _, c, _)| c.id == f.id)
+                || crate::ir::term::mentions(&f, &mut { per_thread }, &mut HashSet::default())
             {
                 continue;
             }
-            let divides = |s: &Sum| s.monos.iter().filter(|m| m.divided_by(f).is_some()).count();
+            let by = extent.as_ref().map(|e| e.factors.as_slice());
+            let divides = |s: &Sum| s.monos.iter().filter(|m| m.divided_by_extent(&f, by).is_some()).count();
             let (d0, d1) = (divides(&sums[0]), divides(&sums[1]));
             if d0 > 0 && d1 > 0 {
-                candidates.push((d0 + d1, crate::ir::term::dag_size(f), f.clone()));
+                // An extent is as wide as the product of its factors.
+                let size = match &extent {
+                    Some(e) => 2 * e.factors.len() - 1,
+                    None => crate::ir::term::dag_size(&f),
+                };
+                candidates.push((d0 + d1, size, f.clone(), extent));
             }
         }
         // The most shared first; of those, the widest product.
-        candidates.sort_by_key(|(n, size, f)| (std::cmp::Reverse(*n), std::cmp::Reverse(*size), f.id));
-        for (_, _, f) in candidates.into_iter().take(MAX_FACTORS) {
+        candidates.sort_by_key(|(n, size, f, _)| (std::cmp::Reverse(*n), std::cmp::Reverse(*size), f.id));
+        for (_, _, f, extent) in candidates.into_iter().take(MAX_FACTORS) {
             if out.len() >= MAX_LEMMAS {
                 return;
             }
-            self.split_by(&equal, &sums, &f, depth, out);
+            self.split_by(&equal, &sums, &f, extent.as_ref(), depth, out);
         }
     }
 
     /// One lemma: `sums[i] = c*f*high[i] + low[i]`; equal sums with both
     /// lows in `[0, |c*f|)` (and `f` alike in both threads) have equal
     /// highs and equal lows.
-    fn split_by(&mut self, equal: &Bool, sums: &[Sum; 2], f: &Term, depth: usize, out: &mut Vec<Bool>) {
+    fn split_by(
+        &mut self,
+        equal: &Bool,
+        sums: &[Sum; 2],
+        f: &Term,
+        extent: Option<&Extent>,
+        depth: usize,
+        out: &mut Vec<Bool>,
+    ) {
+        let by = extent.map(|e| e.factors.as_slice());
         let mut parts: Vec<(Sum, Sum)> = Vec::new();
         for s in sums {
             let (mut high, mut low) = (Sum::default(), Sum::default());
             high.fits = s.fits.clone();
             high.products = s.products.clone();
             low.products = s.products.clone();
+            high.extents = s.extents.clone();
+            low.extents = s.extents.clone();
             for m in &s.monos {
-                match m.divided_by(f) {
+                match m.divided_by_extent(f, by) {
                     Some(q) => {
                         high.fits.extend(m.fits.iter().cloned());
                         high.monos.push(q);
@@ -549,6 +647,10 @@ impl Encoder<'_> {
             return;
         }
         let mut premise = vec![equal.clone()];
+        // An extent is its factors' product where its definitions do not wrap.
+        if let Some(e) = extent {
+            self.definitions_defined(&e.premises, &mut premise);
+        }
         let mut highs = Vec::new();
         let mut lows = Vec::new();
         let mut hs = Vec::new();
@@ -582,6 +684,7 @@ impl Encoder<'_> {
         let requotient = |(high, _): &(Sum, Sum)| {
             let mut s = Sum {
                 products: high.products.clone(),
+                extents: high.extents.clone(),
                 ..Sum::default()
             };
             for m in &high.monos {
@@ -614,36 +717,88 @@ impl Encoder<'_> {
                 (Some(t), _) => self.enc_int(t, inst),
                 (None, []) => int(1),
                 (None, factors) => {
-                    // Factors of one possible value (a block extent the
-                    // launch fixes) are constants.
-                    let mut scale = 1i128;
-                    let mut rest = Vec::new();
-                    for f in factors {
-                        match self.interval(f) {
-                            Some((lo, hi)) if lo == hi => scale = scale.saturating_mul(lo),
-                            _ => rest.push(f.clone()),
+                    let (scale, acc) = self.product_value(factors, inst);
+                    match acc {
+                        None => {
+                            parts.push(int(m.coef / c * scale));
+                            continue;
                         }
-                    }
-                    let Some((first, rest)) = rest.split_first() else {
-                        parts.push(int(m.coef / c * scale));
-                        continue;
-                    };
-                    let mut acc = self.enc_int(first, inst);
-                    for f in rest {
-                        let x = self.enc_int(f, inst);
-                        let args = [Dynamic::from_ast(&acc), Dynamic::from_ast(&x)];
-                        acc = Self::as_int(self.uf("radix.mul", &args, ScalarTy::I64));
-                    }
-                    if scale == 1 {
-                        acc
-                    } else {
-                        Int::mul(&[int(scale), acc])
+                        Some(acc) if scale == 1 => acc,
+                        Some(acc) => Int::mul(&[int(scale), acc]),
                     }
                 }
             };
             parts.push(Int::mul(&[int(m.coef / c), v]));
         }
         Int::add(&parts)
+    }
+
+    /// The product of `factors` (sorted by id) in thread `inst`, as
+    /// `(scale, rest)`: factors of one possible value (a block extent the
+    /// launch fixes) are constants in `scale`, the others an uninterpreted
+    /// `radix.mul` of them (`None` when there are none).
+    fn product_value(&mut self, factors: &[Term], inst: usize) -> (i128, Option<Int>) {
+        let mut scale = 1i128;
+        let mut rest = Vec::new();
+        for f in factors {
+            match self.interval(f) {
+                Some((lo, hi)) if lo == hi => scale = scale.saturating_mul(lo),
+                _ => rest.push(f.clone()),
+            }
+        }
+        let Some((first, rest)) = rest.split_first() else {
+            return (scale, None);
+        };
+        let mut acc = self.enc_int(first, inst);
+        for f in rest {
+            let x = self.enc_int(f, inst);
+            let args = [Dynamic::from_ast(&acc), Dynamic::from_ast(&x)];
+            acc = Self::as_int(self.uf("radix.mul", &args, ScalarTy::I64));
+        }
+        (scale, Some(acc))
+    }
+
+    /// Lemmas tying the products the kernel computes to the monomials of
+    /// normal forms `sums` that multiply the same factors: where such a
+    /// product does not wrap (and its conversions keep their values), its
+    /// value is the monomial's `radix.mul` of the factors. A normal form
+    /// multiplies the kernel's products out (`blockIdx.y*(a*b*c)` is the
+    /// monomial `a*b*c*blockIdx.y`), and the guards that bound its parts
+    /// (`t < a*b*c`, with `t = threadIdx.x + blockIdx.x*blockDim.x`) speak
+    /// of the kernel's products: without the tie, a split of the form
+    /// cannot use them.
+    fn product_ties(&mut self, sums: &[Sum; 2], out: &mut Vec<Bool>) {
+        let products: Vec<Term> = sums.iter().flat_map(|s| s.products.clone()).collect();
+        let mut tied = HashSet::default();
+        for p in &products {
+            let m = Monomial::of(p, 1);
+            if m.factors.len() < 2 || !tied.insert(p.id) {
+                continue;
+            }
+            let ids: Vec<u32> = m.factors.iter().map(|f| f.id).collect();
+            for (inst, sum) in sums.iter().enumerate() {
+                let alike = sum.monos.iter().any(|n| {
+                    n.term.is_none()
+                        && n.factors.len() == ids.len()
+                        && n.factors.iter().zip(&ids).all(|(f, id)| f.id == *id)
+                });
+                if !alike {
+                    continue;
+                }
+                let (scale, Some(chain)) = self.product_value(&m.factors, inst) else {
+                    continue;
+                };
+                let mut premise = Vec::new();
+                self.defined(p, inst, &mut HashSet::default(), &mut premise);
+                premise.extend(self.fits_premises(&m.fits, inst));
+                let value = self.enc_int(p, inst);
+                let scale = scale.saturating_mul(m.scale);
+                out.push(Bool::and(&premise).implies(value.eq(Int::mul(&[int(scale), chain]))));
+                if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                    eprintln!("product tie {inst}: {}", out.last().unwrap());
+                }
+            }
+        }
     }
 
     /// The conversions in `fits` keep their operands' values in thread
