@@ -74,6 +74,16 @@ pub(super) struct Normalizer<'t> {
     /// they hold as integers only where they do not wrap (the caller's
     /// premises).
     pub used: Vec<(Term, Term)>,
+    /// Dividends split by a part their divisor divides, with the rest
+    /// each kept (`(y - m) / d` read as `y / d - m / d`), as `(y, x)`:
+    /// the identity holds where `y` and `x` have one sign (the caller's
+    /// premises; see [`Normalizer::split_quotient`]).
+    pub same_sign: Vec<(Term, Term)>,
+    /// Unsigned operations and conversions whose exact values always fit
+    /// their types (by the launch's bounds: `blockIdx.x * blockDim.x +
+    /// threadIdx.x` in `unsigned`, and its conversion to `int`), by id:
+    /// integer arithmetic as signed arithmetic is.
+    exact: HashSet<u32>,
 }
 
 /// The parameters that launch facts `facts` define: `p == e` (either
@@ -174,6 +184,39 @@ fn mul(p: &Poly, q: &Poly, cancelled: &mut bool) -> Option<Poly> {
     Some(out)
 }
 
+/// Whether `m` is `(y / e) * e` (either way round): what C's division
+/// leaves of `y` when `m` is taken from it is `y % e`.
+fn is_rest_of(m: &Term, y: &Term) -> bool {
+    let TermKind::Binary(BinOp::Mul, mty, a, b) = &m.kind else {
+        return false;
+    };
+    if *mty != m.ty {
+        return false;
+    }
+    [(a, b), (b, a)].into_iter().any(|(q, e)| {
+        matches!(&q.kind, TermKind::Binary(BinOp::Div, qty, n, d)
+            if n.id == y.id && d.id == e.id && *qty == m.ty && q.ty == m.ty)
+    })
+}
+
+/// `p / (c * Π factors)` when every monomial of `p` holds `factors` and
+/// a multiple of `c`.
+fn divide(p: &Poly, factors: &[u32], c: i128) -> Option<Poly> {
+    let mut out = Poly::new();
+    for (m, coef) in p {
+        if coef % c != 0 {
+            return None;
+        }
+        let mut rest = m.clone();
+        for f in factors {
+            let at = rest.iter().position(|x| x == f)?;
+            rest.remove(at);
+        }
+        out.insert(rest, coef / c);
+    }
+    Some(out)
+}
+
 fn constant(v: i128) -> Poly {
     if v == 0 {
         Poly::new()
@@ -196,6 +239,12 @@ impl<'t> Normalizer<'t> {
     /// their definitions (see [`definitions`]).
     pub fn defining(self, definitions: HashMap<u32, Term>) -> Normalizer<'t> {
         Normalizer { definitions, ..self }
+    }
+
+    /// This normalizer, reading the operations and conversions `exact`
+    /// names (which never wrap) as integer arithmetic.
+    pub fn exact(self, exact: HashSet<u32>) -> Normalizer<'t> {
+        Normalizer { exact, ..self }
     }
 
     /// Registers the quotients computed in `terms` (so that a remainder
@@ -360,6 +409,78 @@ impl<'t> Normalizer<'t> {
         BTreeMap::from([(vec![t.id], 1)])
     }
 
+    /// `x / d` in `ty` where `x` is `y ± m` (or `m + y`) and `d`'s form,
+    /// one monomial, divides every monomial of `m`'s: `y / d ± m / d`,
+    /// with `y / d` split again, the kernel's quotient of that identity,
+    /// or one made. Kernels peel coordinates off a flat index by
+    /// subtracting what the outer ones account for (`(i - z*hw) / w`, with
+    /// `z = i / hw`), where the quotient of the whole index is what the
+    /// rebuilt offset cancels against. Truncating division keeps the
+    /// identity where `y` and `x` have one sign (both at least 0, or both
+    /// at most 0): each split is noted in `same_sign` for the caller's
+    /// premises.
+    fn split_quotient(&mut self, x: &Term, d: &Term, ty: ScalarTy) -> Option<Poly> {
+        let TermKind::Binary(op @ (BinOp::Add | BinOp::Sub), xty, a, b) = &x.kind else {
+            return None;
+        };
+        if *xty != ty || x.ty != ty {
+            return None;
+        }
+        let pd = self.poly(d)?;
+        // A constant divisor's quotients the encoder takes as they are.
+        let (divisor, &dc) = pd.iter().next().filter(|(m, _)| pd.len() == 1 && !m.is_empty())?;
+        if dc == 0 {
+            return None;
+        }
+        let mut tries = vec![(a, b, if *op == BinOp::Sub { -1 } else { 1 })];
+        if *op == BinOp::Add {
+            tries.push((b, a, 1));
+        }
+        for (y, m, sign) in tries {
+            let Some(pm) = self.poly(m) else { continue };
+            let Some(quotient) = divide(&pm, divisor, dc) else {
+                continue;
+            };
+            let Some(mut out) = self.quotient_of(y, d, ty) else {
+                continue;
+            };
+            add(&mut out, &quotient, sign, &mut self.cancelled)?;
+            // `y - (y / e) * e` is C's `y % e`: of `y`'s sign, or 0.
+            let rest = sign == -1 && is_rest_of(m, y);
+            let noted = self.same_sign.iter().any(|(u, v)| u.id == y.id && v.id == x.id);
+            if !rest && !noted {
+                self.same_sign.push((y.clone(), x.clone()));
+            }
+            self.rewritten = true;
+            return Some(out);
+        }
+        None
+    }
+
+    /// The form of `y / d` in `ty`: split (see [`Self::split_quotient`]),
+    /// the kernel's quotient of that identity, or the quotient made.
+    fn quotient_of(&mut self, y: &Term, d: &Term, ty: ScalarTy) -> Option<Poly> {
+        if y.ty != ty {
+            return None;
+        }
+        if let Some(p) = self.split_quotient(y, d, ty) {
+            return Some(p);
+        }
+        if let Some(p) = self.quotient(y, d, ty) {
+            return Some(p);
+        }
+        let key = self.quotient_key(y, d, ty)?;
+        let terms = self.extension()?;
+        let q = terms.binary(BinOp::Div, ty, y.clone(), d.clone());
+        if !matches!(q.kind, TermKind::Binary(BinOp::Div, ..)) {
+            return self.poly(&q);
+        }
+        self.quotients.entry(key.clone()).or_insert_with(|| q.clone());
+        self.key_of.insert(q.id, key);
+        self.made.push(q.id);
+        Some(self.atom(&q))
+    }
+
     /// The quotient atom `x / d` in `ty`: the term the kernel computes
     /// under that identity.
     fn quotient(&mut self, x: &Term, d: &Term, ty: ScalarTy) -> Option<Poly> {
@@ -383,7 +504,8 @@ impl<'t> Normalizer<'t> {
     }
 
     fn compute(&mut self, t: &Term) -> Option<Poly> {
-        let same = |opty: &ScalarTy| signed(*opty) && t.ty == *opty;
+        let exact = self.exact.contains(&t.id);
+        let same = |opty: &ScalarTy| (signed(*opty) || (exact && opty.is_int())) && t.ty == *opty;
         let whole = |this: &mut Self| Some(this.atom(t));
         match &t.kind {
             TermKind::Int(v) => Some(constant(*v)),
@@ -418,7 +540,7 @@ impl<'t> Normalizer<'t> {
                 let Some(pa) = self.poly(a) else { return whole(self) };
                 mul(&pa, &constant(1 << c), &mut self.cancelled).or_else(|| whole(self))
             }
-            TermKind::Cast(a) if keeps_values(a.ty, t.ty) => self.poly(a).or_else(|| whole(self)),
+            TermKind::Cast(a) if keeps_values(a.ty, t.ty) || exact => self.poly(a).or_else(|| whole(self)),
             TermKind::Param(_) if self.definitions.contains_key(&t.id) => {
                 let e = self.definitions[&t.id].clone();
                 match self.poly(&e) {
@@ -432,15 +554,19 @@ impl<'t> Normalizer<'t> {
                     None => whole(self),
                 }
             }
-            TermKind::Binary(BinOp::Div, opty, x, d) if same(opty) => {
-                self.quotient(x, d, *opty).or_else(|| whole(self))
-            }
+            TermKind::Binary(BinOp::Div, opty, x, d) if same(opty) => self
+                .split_quotient(x, d, *opty)
+                .or_else(|| self.quotient(x, d, *opty))
+                .or_else(|| whole(self)),
             // `x % d = x - (x / d) * d`.
             TermKind::Binary(BinOp::Rem, opty, x, d) if same(opty) => {
                 let expanded = (|| {
                     let q = match self.quotient(x, d, *opty) {
                         Some(q) => q,
-                        None => self.made_quotient(x, d, *opty)?,
+                        None => match self.made_quotient(x, d, *opty) {
+                            Some(q) => q,
+                            None => self.quotient_of(x, d, *opty)?,
+                        },
                     };
                     let (mut px, pd) = (self.poly(x)?, self.poly(d)?);
                     let product = mul(&q, &pd, &mut self.cancelled)?;
@@ -606,6 +732,38 @@ mod tests {
         let forms = n.polynomials(&[&difference]).expect("a form");
         assert!(forms[0].is_empty(), "the quotients are one atom");
         assert_eq!(n.used.len(), 1);
+    }
+
+    #[test]
+    fn a_coordinate_peeled_by_subtraction_is_the_index_again() {
+        let mut t = Terms::new();
+        let i64t = ScalarTy::I64;
+        let (i, h, w, hw) = (t.param(0, i64t), t.param(1, i64t), t.param(2, i64t), t.param(3, i64t));
+        let product = t.binary(BinOp::Mul, i64t, h.clone(), w.clone());
+        let defines = t.binary(BinOp::Eq, i64t, hw.clone(), product);
+        // z = i / hw; y = (i - z*hw) / w; x = i % w; offset x + y*w + z*hw.
+        let z = t.binary(BinOp::Div, i64t, i.clone(), hw.clone());
+        let zhw = t.binary(BinOp::Mul, i64t, z.clone(), hw.clone());
+        let rest = t.binary(BinOp::Sub, i64t, i.clone(), zhw.clone());
+        let y = t.binary(BinOp::Div, i64t, rest.clone(), w.clone());
+        let x = t.binary(BinOp::Rem, i64t, i.clone(), w.clone());
+        let yw = t.binary(BinOp::Mul, i64t, y, w.clone());
+        let sum = t.binary(BinOp::Add, i64t, x, yw);
+        let offset = t.binary(BinOp::Add, i64t, sum, zhw);
+        let mut extension = None;
+        let mut n = Normalizer::extending(&t, &mut extension).defining(definitions(&[defines]));
+        let form = only(n.normal_forms(&[&offset]));
+        assert_eq!(form, vec![(vec![i.id], 1)]);
+        // `i - z*hw` is `i % hw`: of `i`'s sign, so no premise on it.
+        assert!(n.same_sign.is_empty());
+        // A subtraction of a multiple that is no remainder needs one.
+        let shifted = t.binary(BinOp::Sub, i64t, i.clone(), w.clone());
+        let q = t.binary(BinOp::Div, i64t, shifted.clone(), w.clone());
+        let mut extension2 = None;
+        let mut n2 = Normalizer::extending(&t, &mut extension2);
+        n2.polynomials(&[&q]).expect("a form");
+        assert_eq!(n2.same_sign.len(), 1);
+        assert_eq!((n2.same_sign[0].0.id, n2.same_sign[0].1.id), (i.id, shifted.id));
     }
 
     #[test]

@@ -183,6 +183,22 @@ fn products_in(t: &Term, out: &mut Vec<Term>) {
     }
 }
 
+/// The unsigned products of non-constants in `t` that `exact` names
+/// (they never wrap: see `Encoder::exact_terms`).
+fn exact_products(t: &Term, exact: &HashSet<u32>, out: &mut Vec<Term>, seen: &mut HashSet<u32>) {
+    if !seen.insert(t.id) {
+        return;
+    }
+    if let TermKind::Binary(BinOp::Mul, ScalarTy::Int { signed: false, .. }, a, b) = &t.kind {
+        if exact.contains(&t.id) && a.as_int().is_none() && b.as_int().is_none() {
+            out.push(t.clone());
+        }
+    }
+    for c in t.children() {
+        exact_products(c, exact, out, seen);
+    }
+}
+
 /// The signed products of non-constants anywhere in `t`.
 fn products_within(t: &Term, out: &mut Vec<Term>, seen: &mut HashSet<u32>) {
     if !seen.insert(t.id) {
@@ -340,9 +356,63 @@ fn constant<'t>(a: &'t Term, b: &'t Term) -> Option<(i128, &'t Term)> {
 impl Encoder<'_> {
     /// A normalizer of this obligation's terms that makes the quotients it
     /// needs in the encoder's extension of the model's terms.
-    fn normalizer(&mut self) -> super::normal::Normalizer<'_> {
+    fn normalizer(&mut self, terms: &[&Term]) -> super::normal::Normalizer<'_> {
         let definitions = super::normal::definitions(&self.model.assumptions);
-        super::normal::Normalizer::extending(&self.model.terms, &mut self.extension).defining(definitions)
+        let exact = self.exact_terms(terms);
+        super::normal::Normalizer::extending(&self.model.terms, &mut self.extension)
+            .defining(definitions)
+            .exact(exact)
+    }
+
+    /// The unsigned sums, differences and products within `terms` whose
+    /// exact values always fit their type, and the integer conversions
+    /// whose operands always fit the target (by the intervals of the
+    /// launch's values): integer arithmetic, as signed arithmetic without
+    /// overflow is. `blockIdx.x * blockDim.x + threadIdx.x` in `unsigned`
+    /// stays below 2^31 (the grid's threads do), and so does its
+    /// conversion to `int`.
+    fn exact_terms(&mut self, terms: &[&Term]) -> HashSet<u32> {
+        let mut out = HashSet::default();
+        let mut seen = HashSet::default();
+        for t in terms {
+            self.collect_exact(t, &mut out, &mut seen);
+        }
+        out
+    }
+
+    fn collect_exact(&mut self, t: &Term, out: &mut HashSet<u32>, seen: &mut HashSet<u32>) {
+        if !seen.insert(t.id) {
+            return;
+        }
+        for c in t.children() {
+            self.collect_exact(c, out, seen);
+        }
+        let exact = match &t.kind {
+            TermKind::Binary(
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl,
+                ScalarTy::Int { signed: false, .. },
+                ..,
+            ) => within(self.raw_interval(t), range_of(t.ty)),
+            TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => within(self.interval(a), range_of(t.ty)),
+            _ => false,
+        };
+        if exact {
+            out.insert(t.id);
+        }
+    }
+
+    /// That the dividends a normal form split (see
+    /// `Normalizer::split_quotient`) have one sign with the part kept, in
+    /// thread `inst`.
+    fn split_signs(&mut self, same_sign: &[(Term, Term)], inst: usize, out: &mut Vec<Bool>) {
+        let zero = int(0);
+        for (y, x) in same_sign {
+            let (y, x) = (self.enc_int(y, inst), self.enc_int(x, inst));
+            out.push(Bool::or(&[
+                Bool::and(&[y.ge(&zero), x.ge(&zero)]),
+                Bool::and(&[y.le(&zero), x.le(&zero)]),
+            ]));
+        }
     }
 
     /// That the launch facts' definitions `used` by a normal form have
@@ -362,9 +432,10 @@ impl Encoder<'_> {
     pub(super) fn radix_lemmas(&mut self, a: &Term, b: &Term, equal: Bool) -> (usize, Vec<Bool>) {
         let mut out = Vec::new();
         let mut identities = 0;
-        let mut normalizer = self.normalizer();
+        let mut normalizer = self.normalizer(&[a, b]);
         let forms = normalizer.normal_forms(&[a, b]);
         let used = std::mem::take(&mut normalizer.used);
+        let same_sign = std::mem::take(&mut normalizer.same_sign);
         if let Some(Ok::<[_; 2], _>(forms)) = forms.map(TryInto::try_into) {
             // Offsets that unpack an index and rebuild it: each equals its
             // normal form, and the forms split.
@@ -376,9 +447,13 @@ impl Encoder<'_> {
             for t in [a, b].into_iter().chain(used.iter().map(|(_, e)| e)) {
                 products_within(t, &mut products, &mut seen);
             }
+            let exact = self.exact_terms(&[a, b]);
+            let mut unsigned = Vec::new();
+            exact_products(a, &exact, &mut unsigned, &mut HashSet::default());
+            exact_products(b, &exact, &mut unsigned, &mut HashSet::default());
             let mut extents = Vec::new();
             for (param, _) in &used {
-                let Some(forms) = self.normalizer().polynomials(&[param]) else {
+                let Some(forms) = self.normalizer(&[param]).polynomials(&[param]) else {
                     continue;
                 };
                 if let [(factors, 1)] = forms[0].as_slice() {
@@ -407,6 +482,7 @@ impl Encoder<'_> {
                     self.defined(u, inst, &mut seen, &mut own);
                 }
                 self.definitions_defined(&used, &mut own);
+                self.split_signs(&same_sign, inst, &mut own);
                 let own = Bool::and(&own);
                 out.push(own.implies(offset.eq(&value)));
                 if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
@@ -415,7 +491,7 @@ impl Encoder<'_> {
                 premises.push(own);
                 identities += 1;
             }
-            self.product_ties(&sums, &mut out);
+            self.product_ties(&sums, &unsigned, &mut out);
             let [x, y] = sums;
             self.split(Bool::and(&premises), [x, y], MAX_DEPTH, &mut out);
         } else if let (Some(x), Some(y)) = (Sum::of(a, 1), Sum::of(b, 1)) {
@@ -454,9 +530,10 @@ impl Encoder<'_> {
                     *side = a.clone();
                 }
             }
-            let mut normalizer = self.normalizer();
+            let mut normalizer = self.normalizer(&[&sides[0], &sides[1]]);
             let forms = normalizer.polynomials(&[&sides[0], &sides[1]]);
             let used = std::mem::take(&mut normalizer.used);
+            let same_sign = std::mem::take(&mut normalizer.same_sign);
             let Some(forms) = forms else {
                 continue;
             };
@@ -470,6 +547,7 @@ impl Encoder<'_> {
                 self.defined(side, inst, &mut seen, &mut own);
             }
             self.definitions_defined(&used, &mut own);
+            self.split_signs(&same_sign, inst, &mut own);
             premise.extend(own);
             let premise = Bool::and(&premise);
             for (f, quotient) in divided {
@@ -767,11 +845,27 @@ impl Encoder<'_> {
     /// (`t < a*b*c`, with `t = threadIdx.x + blockIdx.x*blockDim.x`) speak
     /// of the kernel's products: without the tie, a split of the form
     /// cannot use them.
-    fn product_ties(&mut self, sums: &[Sum; 2], out: &mut Vec<Bool>) {
+    fn product_ties(&mut self, sums: &[Sum; 2], unsigned: &[Term], out: &mut Vec<Bool>) {
         let products: Vec<Term> = sums.iter().flat_map(|s| s.products.clone()).collect();
         let mut tied = HashSet::default();
-        for p in &products {
-            let m = Monomial::of(p, 1);
+        for p in products.iter().chain(unsigned) {
+            let m = match &p.kind {
+                // A product that never wraps (see `exact_terms`).
+                TermKind::Binary(BinOp::Mul, ScalarTy::Int { signed: false, .. }, x, y)
+                    if x.as_int().is_none() && y.as_int().is_none() =>
+                {
+                    let mut factors = vec![x.clone(), y.clone()];
+                    factors.sort_by_key(|f| f.id);
+                    Monomial {
+                        coef: 1,
+                        term: Some(p.clone()),
+                        scale: 1,
+                        factors,
+                        fits: Vec::new(),
+                    }
+                }
+                _ => Monomial::of(p, 1),
+            };
             if m.factors.len() < 2 || !tied.insert(p.id) {
                 continue;
             }
