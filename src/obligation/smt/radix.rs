@@ -113,31 +113,16 @@ impl Monomial {
     /// `self / f` when `f` is one of its factors: the coefficient takes the
     /// scale, and one occurrence of `f` goes.
     fn divided_by(&self, f: &Term) -> Option<Monomial> {
-        let mut factors = self.factors.clone();
-        match self.factors.iter().position(|x| x.id == f.id) {
-            Some(at) => {
-                factors.remove(at);
-            }
-            // A product (`d*h` in `s*(d*h)*n`): each of its factors goes.
-            None => {
-                let (mut scale, mut own, mut fits) = (1, Vec::new(), Vec::new());
-                product_factors(f, &mut scale, &mut own, &mut fits)?;
-                if scale != 1 || own.len() < 2 {
-                    return None;
-                }
-                for x in own {
-                    let at = factors.iter().position(|y| y.id == x.id)?;
-                    factors.remove(at);
-                }
-            }
+        if self.factors.iter().any(|x| x.id == f.id) {
+            return self.divided_by_all(std::slice::from_ref(f));
         }
-        Some(Monomial {
-            coef: self.coef.checked_mul(self.scale)?,
-            term: (factors.len() == 1).then(|| factors[0].clone()),
-            scale: 1,
-            factors,
-            fits: Vec::new(),
-        })
+        // A product (`d*h` in `s*(d*h)*n`): each of its factors goes.
+        let (mut scale, mut own, mut fits) = (1, Vec::new(), Vec::new());
+        product_factors(f, &mut scale, &mut own, &mut fits)?;
+        if scale != 1 || own.len() < 2 {
+            return None;
+        }
+        self.divided_by_all(&own)
     }
 }
 
