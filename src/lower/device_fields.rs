@@ -56,7 +56,7 @@ fn property_fields<'a>(
     }
     let mut kept = candidates.clone();
     for text in texts {
-        if !candidates.iter().any(|c| text.contains(c.as_str())) {
+        if !candidates.iter().any(|c| mentions_member(text, c)) {
             continue;
         }
         let Some(tree) = parser.parse(text, None) else { continue };
@@ -67,6 +67,19 @@ fn property_fields<'a>(
         }
     }
     kept
+}
+
+/// Whether `text` names `field` as a member (`x.f`, `p -> f`): a write to
+/// it does. A short field's name (ggml's `cc`) is part of many other
+/// words; parsing only the texts that may write it keeps this pass a small
+/// part of the front end.
+fn mentions_member(text: &str, field: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(field).any(|(at, _)| {
+        let before = text[..at].trim_end();
+        let after = text[at + field.len()..].chars().next();
+        (before.ends_with('.') || before.ends_with("->")) && !after.is_some_and(word)
+    })
 }
 
 /// Writes to a member (`x.f = v`, `p->f += v`, `x.f++`): the field, the
@@ -148,7 +161,7 @@ fn stores_compute_capability(text: &str, value: Node) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{compute_capability_fields, warp_size_fields};
+    use super::{compute_capability_fields, mentions_member, warp_size_fields};
 
     const INIT: &str = "struct dev { int cc; int warp_size; };\n\
         void init(dev * d, int n) { cudaDeviceProp prop; for (int i = 0; i < n; ++i) { d[i].warp_size = prop.warpSize; d[i].cc = prop.major; } }";
@@ -179,5 +192,18 @@ mod tests {
         assert!(compute_capability_fields([other_device]).is_empty());
         let amd = "void amd(dev * d, cudaDeviceProp prop) { d->cc = 0x1000000 + prop.major * 0x100; }";
         assert!(compute_capability_fields([init, amd]).is_empty());
+    }
+
+    #[test]
+    fn only_member_accesses_can_write_a_field() {
+        assert!(mentions_member("d->cc = 0;", "cc"));
+        assert!(mentions_member("info.devices[id] . cc++;", "cc"));
+        assert!(!mentions_member("int cc = acc + ncc;", "cc"));
+        assert!(!mentions_member("x.ccx = 1;", "cc"));
+        // A write in a text that spells the field only as a member is still
+        // seen: `p->\n    cc`.
+        let split = "void f(dev * d) { d->\n    cc = 7; }";
+        let init = "void init(dev * d, cudaDeviceProp prop) { d->cc = 100*prop.major + 10*prop.minor; }";
+        assert!(compute_capability_fields([init, split]).is_empty());
     }
 }
