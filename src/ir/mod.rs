@@ -722,6 +722,14 @@ pub struct TemplateArg {
     pub value: String,
 }
 
+impl TemplateArg {
+    /// Whether the argument is symbolic (`<symbolic T>`): an instantiation
+    /// with one covers the template's arguments not enumerated.
+    pub fn is_symbolic(&self) -> bool {
+        self.value.starts_with("<symbolic")
+    }
+}
+
 /// A lowered kernel instantiation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
