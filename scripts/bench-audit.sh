@@ -3,8 +3,9 @@
 # kernel, both conditions), as a user runs it. Prints the wall time of the
 # whole run, each kernel's checking time as median / 95th percentile /
 # maximum (over all kernels, then over those that use warp primitives), the
-# verdict table, how many kernels the clock's safety net stopped, the
-# peak memory, and the CPU time (the VMs drift: compare runs back to back).
+# verdict table, the kernels over 5 s, how many kernels the clock's safety
+# net stopped, the peak memory, and the CPU time (the VMs drift: compare
+# runs back to back).
 #   scripts/bench-audit.sh [DIR] [-- AUDIT FLAGS…]   (DIR defaults to $WARPDRF_LLAMA_DIR;
 #   AUDIT_CSV=FILE keeps the audit's CSV, with each kernel's time)
 set -euo pipefail
@@ -52,5 +53,7 @@ for m in verdicts:
 for what in ["memory", "participation"]:
     unknown = sorted(r["kernel"] for r in rows if r["kernel"] in warp and r[what] == "unknown")
     print(f"warp kernels with {what} unknown: {len(unknown)} {' '.join(unknown)}")
+slow = sorted(((int(r["time_ms"]) / 1000, r["kernel"]) for r in rows if int(r["time_ms"]) > 5000), reverse=True)
+print(f"kernels over 5 s: {len(slow)} " + " ".join(f"{k} ({t:.1f}s)" for t, k in slow))
 print(f"stopped by the clock's safety net: {sum(r['clock_limited'] == 'true' for r in rows)} kernels")
 PY
