@@ -2377,14 +2377,19 @@ impl<'a> Encoder<'a> {
     /// of its own, profiled by how it ends (`WARPDRF_PROFILE`: on ggml,
     /// the tries that find nothing cost a sixth of the audit's CPU).
     fn degenerate_try(&mut self, deadline: &mut Work, solver: &Solver) -> Option<z3::Model> {
-        let (t0, w0) = (Instant::now(), work_done());
+        // (Reading the work may make a meter, which counts as work: only
+        // when profiling.)
+        let profiling = crate::profile::enabled();
+        let (t0, w0) = (Instant::now(), if profiling { work_done() } else { 0 });
         let found = self.aside(deadline, DEGENERATE_TRY_WORK, |this| this.degenerate(solver));
-        let ended = if found.is_some() {
-            "degenerate found"
-        } else {
-            "degenerate none"
-        };
-        crate::profile::record(ended, t0.elapsed(), work_done() - w0);
+        if profiling {
+            let ended = if found.is_some() {
+                "degenerate found"
+            } else {
+                "degenerate none"
+            };
+            crate::profile::record(ended, t0.elapsed(), work_done() - w0);
+        }
         found
     }
 
