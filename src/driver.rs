@@ -905,7 +905,7 @@ fn spawn_big<'scope, 'env, T: Send + 'scope>(
 /// `explain --stage accesses` prints).
 pub fn access_model(k: &Kernel, options: &Options) -> crate::ir::access::AccessModel {
     let lanes = memory_options(k, options).shape.lanes_along_x(options.lower.warp_size);
-    crate::passes::accesses::build(k, options.lower.warp_size, &[], lanes)
+    crate::passes::model(k, options.lower.warp_size, &[], lanes)
 }
 
 /// The memory obligations of one instantiation: counts, solver time, verdict.
@@ -1292,7 +1292,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     if participation == Verdict::Pass && memory != Verdict::Pass && !leaning.is_empty() {
         for &i in &leaning {
             let (k, job) = (&e.kernels[jobs[i].instantiation], &jobs[i]);
-            let model = crate::passes::accesses::build(k, options.lower.warp_size, &job.facts, false);
+            let model = crate::passes::model(k, options.lower.warp_size, &job.facts, false);
             let mut mopts = job.mopts.clone();
             mopts.budget = budget.saturating_sub(spent());
             mopts.deadline = Some(deadline);
@@ -1492,8 +1492,18 @@ fn model_for(
         return m.clone();
     }
     let _s = crate::profile::stage("model");
-    let model = crate::passes::accesses::build(k, options.lower.warp_size, facts, lanes);
-    let text = crate::ir::canon::canonical(&model, k).into();
+    let model = crate::passes::model(k, options.lower.warp_size, facts, lanes);
+    let text: std::rc::Rc<str> = crate::ir::canon::canonical(&model, k).into();
+    // A debugging aid: each model's canonical text in a file, to see why
+    // two instantiations are checked apart (`diff`).
+    if let Ok(dir) = std::env::var("WARPDRF_DUMP_CANON") {
+        let args: String = k.template_args.iter().map(|a| format!("{},", a.value)).collect();
+        let args: String = args
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { '_' })
+            .collect();
+        let _ = std::fs::write(format!("{dir}/{}-{args}-{}.txt", k.name, models.len()), &*text);
+    }
     let m = Modelled {
         model: std::rc::Rc::new(model),
         text,

@@ -166,9 +166,9 @@ pub struct Phase {
 pub struct AccessRecord {
     pub object: ObjectId,
     pub kind: AccessKind,
-    /// Byte offset into the object.
+    /// Offset into the object, in the object's unit (`AccessModel::units`).
     pub offset: Term,
-    /// Bytes accessed.
+    /// Units accessed.
     pub width: Term,
     /// When the thread performs it.
     pub pc: Term,
@@ -269,6 +269,11 @@ pub struct AccessModel {
     /// load one address of one read the same value, so such a load is as
     /// uniform as its address (see `leaf_scope`).
     pub read_only: Vec<bool>,
+    /// Bytes per unit of each object's offsets and widths (by index; 1:
+    /// bytes). `passes::units` measures an object in its elements where its
+    /// accesses allow, so that instantiations over element types share one
+    /// model; witnesses convert back to bytes.
+    pub units: Vec<u64>,
 }
 
 impl AccessModel {
@@ -455,9 +460,13 @@ impl fmt::Display for AccessModel {
                 AccessKind::Write => "write".to_string(),
                 AccessKind::Atomic(op) => format!("atomic {op:?}").to_lowercase(),
             };
+            let unit = match self.units.get(r.object.index()) {
+                Some(&g) if g > 1 => format!(" (units of {g} bytes)"),
+                _ => String::new(),
+            };
             writeln!(
                 f,
-                "  #{i} {kind} obj{}[{} : {}]{}",
+                "  #{i} {kind} obj{}[{} : {}]{unit}{}",
                 r.object.0,
                 self.show(&r.offset),
                 self.show(&r.width),

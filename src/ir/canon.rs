@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::access::{AccessModel, Origin, Symbol};
 use super::term::{Term, TermKind};
-use super::Kernel;
+use super::{Kernel, ObjectKind};
 use crate::hash::HashMap;
 
 /// `model` and what the obligations read of `kernel` (its name and span,
@@ -25,7 +25,40 @@ pub fn canonical(model: &AccessModel, kernel: &Kernel) -> String {
         numbers: HashMap::default(),
     };
     c.write();
-    c.out
+    float_kinds_renamed(&c.out)
+}
+
+/// `text` with each floating-point kind named by its order of first
+/// appearance. The checks treat floating-point values as uninterpreted,
+/// their operations as functions named by kind, so models that differ by a
+/// one-to-one renaming of kinds (`float` ↔ `half` throughout) are the same
+/// problem; numbering by first appearance makes equal texts mean such a
+/// renaming exists (two kinds never merge into one).
+fn float_kinds_renamed(text: &str) -> String {
+    const KINDS: [&str; 4] = ["Float(Half)", "Float(BFloat16)", "Float(F32)", "Float(F64)"];
+    let mut order: Vec<usize> = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("Float(") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match KINDS.iter().position(|k| tail.starts_with(k)) {
+            Some(kind) => {
+                let n = order.iter().position(|&k| k == kind).unwrap_or_else(|| {
+                    order.push(kind);
+                    order.len() - 1
+                });
+                let _ = write!(out, "Float(#{n})");
+                rest = &tail[KINDS[kind].len()..];
+            }
+            None => {
+                out.push_str("Float(");
+                rest = &tail["Float(".len()..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 struct Canon<'a> {
@@ -39,10 +72,25 @@ struct Canon<'a> {
 impl Canon<'_> {
     fn write(&mut self) {
         let (k, m) = (self.kernel, self.model);
+        // Objects without their element types and sizes, which only
+        // reports read: a model measured in units (`passes::units`) is
+        // then one text for every element type.
+        let objects: Vec<_> = k
+            .objects
+            .iter()
+            .map(|o| {
+                let kind = match &o.kind {
+                    ObjectKind::StaticShared { .. } => "static shared".to_string(),
+                    ObjectKind::Local { .. } => "local".to_string(),
+                    other => format!("{other:?}"),
+                };
+                (&o.name, o.space, kind, o.restrict, o.span)
+            })
+            .collect();
         let _ = writeln!(
             self.out,
-            "kernel {} {:?} warp {}\nparams {:?}\nobjects {:?}\nsyms {:?}\nunknowns {:?}",
-            k.name, k.span, m.warp_size, k.params, k.objects, k.syms, k.unknowns
+            "kernel {} {:?} warp {}\nparams {:?}\nobjects {objects:?}\nsyms {:?}\nunknowns {:?}",
+            k.name, k.span, m.warp_size, k.params, k.syms, k.unknowns
         );
         let _ = writeln!(
             self.out,
@@ -149,7 +197,7 @@ mod tests {
         crate::lower::tests::kernels(src)
             .iter()
             .map(|k| {
-                let model = crate::passes::accesses::build(k, 32, &[], true);
+                let model = crate::passes::model(k, 32, &[], true);
                 (canonical(&model, k), k.to_string())
             })
             .collect()
@@ -174,6 +222,30 @@ mod tests {
         assert_eq!(concrete.len(), 2, "{found:#?}");
         assert_ne!(concrete[0].1, concrete[1].1, "the IRs differ in the value stored");
         assert_eq!(concrete[0].0, concrete[1].0);
+    }
+
+    #[test]
+    fn element_types_share_a_text_and_kinds_never_merge() {
+        let found = texts(
+            "template <typename T> __global__ void shift(T *out, const T *in, int n) {
+                 int i = blockIdx.x * blockDim.x + threadIdx.x;
+                 if (i + 1 < n) out[i] = in[i + 1];
+             }
+             void run(float *a, const float *b, double *c, const double *d, int n) {
+                 shift<float><<<4, 64>>>(a, b, n);
+                 shift<double><<<4, 64>>>(c, d, n);
+             }",
+        );
+        let concrete: Vec<&String> = found
+            .iter()
+            .filter(|(_, ir)| !ir.contains("<symbolic"))
+            .map(|(text, _)| text)
+            .collect();
+        assert_eq!(concrete.len(), 2, "{found:#?}");
+        assert_eq!(concrete[0], concrete[1], "in element units the two are one check");
+        let one = float_kinds_renamed("a Float(F32) b Float(Half) c Float(F32)");
+        assert_eq!(one, "a Float(#0) b Float(#1) c Float(#0)");
+        assert_ne!(one, float_kinds_renamed("a Float(F32) b Float(F32) c Float(F32)"));
     }
 
     #[test]

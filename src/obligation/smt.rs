@@ -3760,12 +3760,27 @@ impl<'a> Encoder<'a> {
     fn witness(&mut self, m: &z3::Model, a: &AccessRecord, b: &AccessRecord, syms: &[Vec<SymbolId>; 2]) -> Witness {
         let (block_dim, grid_dim) = self.launch_dims(m);
         let mut threads = Vec::new();
+        let mut notes = Vec::new();
         for (inst, r) in [(0usize, a), (1usize, b)] {
             let mut t = self.thread_witness(m, inst, block_dim, &r.loops);
             let off = self.enc(&r.offset, inst);
             let wid = self.enc(&r.width, inst);
-            t.offset = self.value(m, &off) as i64;
-            t.width = self.value(m, &wid) as i64;
+            // In bytes: the model measures the object in its unit.
+            let unit = self.model.units.get(r.object.index()).copied().unwrap_or(1) as i128;
+            let (off, wid) = (
+                self.value(m, &off).saturating_mul(unit),
+                self.value(m, &wid).saturating_mul(unit),
+            );
+            t.offset = off.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+            t.width = wid.clamp(0, i64::MAX.into()) as i64;
+            if i64::try_from(off).is_err() {
+                // The unit model drops the scalings' no-overflow facts
+                // (`passes::units`): such an offset is past any memory.
+                notes.push(format!(
+                    "thread {}'s byte offset, {off}, does not fit 64 bits: an address past any memory",
+                    inst + 1
+                ));
+            }
             threads.push(t);
         }
         let [t0, t1]: [ThreadWitness; 2] = threads.try_into().expect("two threads");
@@ -3775,7 +3790,7 @@ impl<'a> Encoder<'a> {
             grid_dim,
             params: self.param_values(m, &[&a.offset, &a.pc, &b.offset, &b.pc]),
             inputs: self.input_values(m, syms),
-            notes: Vec::new(),
+            notes,
             branch: None,
             unordering: Vec::new(),
         }

@@ -90,6 +90,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[crate::ir::LaunchFact], l
             no_wrap: HashSet::default(),
             assumed: Vec::new(),
             read_only: read_only_objects(kernel),
+            units: vec![1; kernel.objects.len()],
         },
         loops: Vec::new(),
         parked: Default::default(),
