@@ -520,6 +520,23 @@ impl Terms {
         self.substitute_from(t, lowest.0, map, memo)
     }
 
+    /// [`Self::substitute`] of every term `terms` yields, in place: the
+    /// map's lowest key found once (a state holds a term per variable of
+    /// the kernel, thousands in a heavily inlined one).
+    pub fn substitute_each<'t>(
+        &mut self,
+        terms: impl IntoIterator<Item = &'t mut Term>,
+        map: &HashMap<SymbolId, Term>,
+        memo: &mut HashMap<u32, Term>,
+    ) {
+        let Some(lowest) = map.keys().min().map(|s| s.0) else {
+            return;
+        };
+        for t in terms {
+            *t = self.substitute_from(t, lowest, map, memo);
+        }
+    }
+
     /// [`Self::substitute`], where no key of `map` is below `lowest`.
     fn substitute_from(
         &mut self,

@@ -1534,15 +1534,18 @@ impl<'k> Exec<'k> {
     }
 
     fn rewrite_state(&mut self, st: &mut State, map: &HashMap<SymbolId, Term>, memo: &mut HashMap<u32, Term>) {
-        let t = &mut self.model.terms;
-        st.pc = t.substitute(&st.pc, map, memo);
-        st.reach = t.substitute(&st.reach, map, memo);
-        for (_, g) in &mut st.guards {
-            *g = t.substitute(g, map, memo);
-        }
-        for v in st.vars.iter_mut().flatten() {
-            *v = t.substitute(v, map, memo);
-        }
+        let State {
+            pc,
+            reach,
+            guards,
+            vars,
+            ..
+        } = st;
+        let terms = [pc, reach]
+            .into_iter()
+            .chain(guards.iter_mut().map(|(_, g)| g))
+            .chain(vars.iter_mut().flatten());
+        self.model.terms.substitute_each(terms, map, memo);
     }
 
     /// Applies `map` to the records, symbols and parked states created since the marks.
@@ -1553,42 +1556,38 @@ impl<'k> Exec<'k> {
         map: &HashMap<SymbolId, Term>,
         memo: &mut HashMap<u32, Term>,
     ) {
-        let t = &mut self.model.terms;
-        for r in &mut self.model.syncs[marks.syncs..] {
-            r.reach = t.substitute(&r.reach, map, memo);
-            r.mask = r.mask.as_ref().map(|m| t.substitute(m, map, memo));
-            for (_, g) in &mut r.guards {
-                *g = t.substitute(g, map, memo);
-            }
-        }
-        for r in &mut self.model.loops[marks.loops..] {
-            r.entry = t.substitute(&r.entry, map, memo);
-            r.leave = t.substitute(&r.leave, map, memo);
-            r.escape = t.substitute(&r.escape, map, memo);
-        }
-        for r in &mut self.model.records[marks.records..] {
-            r.offset = t.substitute(&r.offset, map, memo);
-            r.width = t.substitute(&r.width, map, memo);
-            r.pc = t.substitute(&r.pc, map, memo);
-            r.phase.block = t.substitute(&r.phase.block, map, memo);
-            r.phase.warp = t.substitute(&r.phase.warp, map, memo);
-            r.phase.grid = t.substitute(&r.phase.grid, map, memo);
-        }
-        for s in &mut self.model.symbols[marks.symbols..] {
-            match &mut s.origin {
-                Origin::Load { offset, width, .. } => {
-                    *offset = t.substitute(offset, map, memo);
-                    *width = t.substitute(width, map, memo);
-                }
-                Origin::Progress {
-                    advance: Some(advance), ..
-                } => *advance = t.substitute(advance, map, memo),
-                Origin::Collective {
-                    operand: Some(operand), ..
-                } => *operand = t.substitute(operand, map, memo),
-                _ => {}
-            }
-        }
+        let m = &mut self.model;
+        let syncs = m.syncs[marks.syncs..].iter_mut().flat_map(|r| {
+            [&mut r.reach]
+                .into_iter()
+                .chain(r.mask.as_mut())
+                .chain(r.guards.iter_mut().map(|(_, g)| g))
+        });
+        let loops = m.loops[marks.loops..]
+            .iter_mut()
+            .flat_map(|r| [&mut r.entry, &mut r.leave, &mut r.escape]);
+        let records = m.records[marks.records..].iter_mut().flat_map(|r| {
+            [
+                &mut r.offset,
+                &mut r.width,
+                &mut r.pc,
+                &mut r.phase.block,
+                &mut r.phase.warp,
+                &mut r.phase.grid,
+            ]
+        });
+        let symbols = m.symbols[marks.symbols..].iter_mut().flat_map(|s| match &mut s.origin {
+            Origin::Load { offset, width, .. } => vec![offset, width],
+            Origin::Progress {
+                advance: Some(advance), ..
+            } => vec![advance],
+            Origin::Collective {
+                operand: Some(operand), ..
+            } => vec![operand],
+            _ => Vec::new(),
+        });
+        m.terms
+            .substitute_each(syncs.chain(loops).chain(records).chain(symbols), map, memo);
         let keys: Vec<(LabelId, bool)> = self.parked.keys().copied().collect();
         for key in keys {
             let from = parked_marks.get(&key).copied().unwrap_or(0);
