@@ -46,6 +46,44 @@ fn a_witness_says_when_it_needs_a_wrap_around() {
     assert!(!notes("fixtures/memory/global_out_of_block.cu").contains("wrap around"));
 }
 
+/// The checks measure an object in its element unit (`passes::units`);
+/// a witness reports bytes: an 8-byte store at 4-byte steps overlaps the
+/// next thread's by 4 bytes.
+#[test]
+fn a_witness_in_element_units_reports_bytes() {
+    let (code, stdout, _) = warpdrf(&[
+        "check",
+        "--format",
+        "json",
+        "--block-dim",
+        "64",
+        "fixtures/memory/element_width_overlap.cu",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let threads = v["kernels"][0]["alarms"][0]["witness"]["threads"]
+        .as_array()
+        .expect("two threads")
+        .clone();
+    let ranges: Vec<(i64, i64)> = threads
+        .iter()
+        .map(|t| {
+            (
+                t["offset"].as_i64().expect("offset"),
+                t["width"].as_i64().expect("width"),
+            )
+        })
+        .collect();
+    assert_eq!(ranges.len(), 2, "{stdout}");
+    for (offset, width) in &ranges {
+        assert_eq!(*width, 8, "the double's bytes: {stdout}");
+        assert_eq!(offset % 4, 0, "a 4-byte step: {stdout}");
+    }
+    let (a, b) = (ranges[0], ranges[1]);
+    assert!(a.0 < b.0 + b.1 && b.0 < a.0 + a.1, "the byte ranges overlap: {stdout}");
+    assert_ne!(a.0, b.0, "two threads' stamps, 4 bytes apart: {stdout}");
+}
+
 #[test]
 fn a_race_free_kernel_passes_memory() {
     let (_, stdout, _) = warpdrf(&[
