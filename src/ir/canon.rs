@@ -203,6 +203,16 @@ mod tests {
             .collect()
     }
 
+    /// The canonical texts of the instantiations of the first kernel in
+    /// `src` that the launches determine (not the symbolic cover).
+    fn concrete_texts(src: &str) -> Vec<String> {
+        texts(src)
+            .into_iter()
+            .filter(|(_, ir)| !ir.contains("<symbolic"))
+            .map(|(text, _)| text)
+            .collect()
+    }
+
     #[test]
     fn instantiations_that_differ_only_in_values_share_a_text() {
         let found = texts(
@@ -226,7 +236,7 @@ mod tests {
 
     #[test]
     fn element_types_share_a_text_and_kinds_never_merge() {
-        let found = texts(
+        let concrete = concrete_texts(
             "template <typename T> __global__ void shift(T *out, const T *in, int n) {
                  int i = blockIdx.x * blockDim.x + threadIdx.x;
                  if (i + 1 < n) out[i] = in[i + 1];
@@ -236,12 +246,7 @@ mod tests {
                  shift<double><<<4, 64>>>(c, d, n);
              }",
         );
-        let concrete: Vec<&String> = found
-            .iter()
-            .filter(|(_, ir)| !ir.contains("<symbolic"))
-            .map(|(text, _)| text)
-            .collect();
-        assert_eq!(concrete.len(), 2, "{found:#?}");
+        assert_eq!(concrete.len(), 2, "{concrete:#?}");
         assert_eq!(concrete[0], concrete[1], "in element units the two are one check");
         let one = float_kinds_renamed("a Float(F32) b Float(Half) c Float(F32)");
         assert_eq!(one, "a Float(#0) b Float(#1) c Float(#0)");
@@ -250,7 +255,7 @@ mod tests {
 
     #[test]
     fn instantiations_that_index_differently_do_not() {
-        let found = texts(
+        let concrete = concrete_texts(
             "template <int S> __global__ void put(float *out) {
                  out[threadIdx.x * S] = 1.0f;
              }
@@ -259,12 +264,7 @@ mod tests {
                  put<2><<<1, 64>>>(o);
              }",
         );
-        let concrete: Vec<&String> = found
-            .iter()
-            .filter(|(_, ir)| !ir.contains("<symbolic"))
-            .map(|(text, _)| text)
-            .collect();
-        assert_eq!(concrete.len(), 2, "{found:#?}");
+        assert_eq!(concrete.len(), 2, "{concrete:#?}");
         assert_ne!(concrete[0], concrete[1]);
     }
 }
