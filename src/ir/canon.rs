@@ -3,7 +3,11 @@
 //! memory is not concerned (`op_exp` against `op_log` applied to a loaded
 //! value): their models are then the same up to the numbering of term
 //! nodes, and one check decides them all. The text is exact (no digest), so
-//! equal texts mean equal inputs to the checker, never a collision.
+//! equal texts mean equal inputs to the checker, never a collision. Over
+//! element types (`T = float`, `half`) they are the same once measured in
+//! elements (`passes::units`), their floating-point kinds renamed one to
+//! one, and the types no check reads (a loaded value that only flows into
+//! stored data) left out.
 
 use std::fmt::Write;
 
@@ -15,8 +19,9 @@ use crate::hash::HashMap;
 /// `model` and what the obligations read of `kernel` (its name and span,
 /// parameters, objects, kernel symbols, unmodelled parts, and the opaque
 /// operations its terms apply), written out with term nodes numbered in
-/// order of first use. Symbols keep their indices: the checker reads all of
-/// them, referenced or not.
+/// order of first use. Symbols keep their indices, and every one is
+/// written; the type only of those the checks can reach
+/// ([`referenced_symbols`]).
 pub fn canonical(model: &AccessModel, kernel: &Kernel) -> String {
     let mut c = Canon {
         kernel,
@@ -26,6 +31,74 @@ pub fn canonical(model: &AccessModel, kernel: &Kernel) -> String {
     };
     c.write();
     float_kinds_renamed(&c.out)
+}
+
+/// Which symbols the checks can read: those the model's terms mention
+/// (records, collectives, loops, facts), with the symbols their own
+/// origins and loop counters mention, and every collective result kept
+/// with its operand (`AccessModel::lane_reductions` reads them all). The
+/// checks reach a symbol only through these, so the type of any other (a
+/// loaded value that only flows into stored data: `float` in one
+/// instantiation, `half` in another) reads as nothing.
+fn referenced_symbols(m: &AccessModel) -> Vec<bool> {
+    let mut referenced = vec![false; m.symbols.len()];
+    let mut seen = crate::hash::HashSet::default();
+    let mut found: Vec<super::term::SymbolId> = Vec::new();
+    let mut roots: Vec<&Term> = Vec::new();
+    for r in &m.records {
+        roots.extend([&r.offset, &r.width, &r.pc, &r.phase.block, &r.phase.warp, &r.phase.grid]);
+    }
+    for s in &m.syncs {
+        roots.push(&s.reach);
+        roots.extend(s.guards.iter().map(|(_, g)| g));
+        roots.extend(&s.mask);
+    }
+    for l in &m.loops {
+        roots.extend([&l.entry, &l.leave, &l.escape]);
+        found.push(l.counter);
+    }
+    roots.extend(&m.assumptions);
+    roots.extend(&m.evaluated);
+    for t in roots {
+        super::term::symbols_of(t, &mut found, &mut seen);
+    }
+    for r in &m.records {
+        found.extend(&r.loops);
+    }
+    for s in &m.syncs {
+        found.extend(&s.loops);
+    }
+    for (i, s) in m.symbols.iter().enumerate() {
+        if matches!(s.origin, Origin::Collective { operand: Some(_), .. }) {
+            found.push(super::term::SymbolId(i as u32));
+        }
+    }
+    while let Some(id) = found.pop() {
+        let Some(slot) = referenced.get_mut(id.index()) else {
+            continue;
+        };
+        if *slot {
+            continue;
+        }
+        *slot = true;
+        let s = m.symbol(id);
+        found.extend(&s.deps);
+        match &s.origin {
+            Origin::Load { offset, width, .. } => {
+                super::term::symbols_of(offset, &mut found, &mut seen);
+                super::term::symbols_of(width, &mut found, &mut seen);
+            }
+            Origin::Collective { operand: Some(t), .. } => super::term::symbols_of(t, &mut found, &mut seen),
+            Origin::Progress { advance, exit_of, .. } => {
+                if let Some(t) = advance {
+                    super::term::symbols_of(t, &mut found, &mut seen);
+                }
+                found.extend(exit_of);
+            }
+            _ => {}
+        }
+    }
+    referenced
 }
 
 /// `text` with each floating-point kind named by its order of first
@@ -97,8 +170,9 @@ impl Canon<'_> {
             "model unknowns {:?}\nassumed {:?}\nread-only {:?}",
             m.unknowns, m.assumed, m.read_only
         );
-        for s in &m.symbols {
-            let line = self.symbol(s);
+        let referenced = referenced_symbols(m);
+        for (i, s) in m.symbols.iter().enumerate() {
+            let line = self.symbol(s, referenced[i]);
             let _ = writeln!(self.out, "symbol {line}");
         }
         for r in &m.records {
@@ -133,7 +207,9 @@ impl Canon<'_> {
         let _ = writeln!(self.out, "evaluated {evaluated:?}");
     }
 
-    fn symbol(&mut self, s: &Symbol) -> String {
+    /// A symbol's line; without its type where no term refers to it (see
+    /// [`referenced_symbols`]).
+    fn symbol(&mut self, s: &Symbol, referenced: bool) -> String {
         let origin = match &s.origin {
             Origin::Load { object, offset, width } => {
                 format!("load {object:?} {} {}", self.term(offset), self.term(width))
@@ -149,7 +225,8 @@ impl Canon<'_> {
             }
             other => format!("{other:?}"),
         };
-        format!("{} {:?} {:?} {origin} {:?} {:?}", s.name, s.ty, s.scope, s.deps, s.span)
+        let ty = if referenced { format!("{:?}", s.ty) } else { "-".into() };
+        format!("{} {ty} {:?} {origin} {:?} {:?}", s.name, s.scope, s.deps, s.span)
     }
 
     /// The term's number, writing it (after its operands) when first met.
@@ -251,6 +328,25 @@ mod tests {
         let one = float_kinds_renamed("a Float(F32) b Float(Half) c Float(F32)");
         assert_eq!(one, "a Float(#0) b Float(#1) c Float(#0)");
         assert_ne!(one, float_kinds_renamed("a Float(F32) b Float(F32) c Float(F32)"));
+    }
+
+    #[test]
+    fn loaded_values_that_only_reach_stored_data_have_no_type() {
+        // The loaded element is `float` in one instantiation and `double`
+        // beside a `float` parameter in the other: the kinds' numbering
+        // differs, but no term refers to the load, so nothing reads its type.
+        let concrete = concrete_texts(
+            "template <typename T> __global__ void scale(T *out, const T *in, float s, int n) {
+                 int i = blockIdx.x * blockDim.x + threadIdx.x;
+                 if (i < n) out[i] = (T) ((float) in[i] * s);
+             }
+             void run(float *a, const float *b, double *c, const double *d, int n) {
+                 scale<float><<<4, 64>>>(a, b, 2.0f, n);
+                 scale<double><<<4, 64>>>(c, d, 2.0f, n);
+             }",
+        );
+        assert_eq!(concrete.len(), 2, "{concrete:#?}");
+        assert_eq!(concrete[0], concrete[1]);
     }
 
     #[test]
