@@ -2365,7 +2365,7 @@ impl<'a> Encoder<'a> {
     /// nothing, and the alarm would wait for the second round, after every
     /// other obligation's first. A witness that needs wrap-around is only
     /// found in the exact pass (group_norm_f32's, at a small launch: 6.1 s
-    /// → 3.3 s; on ggml the audit 12% less CPU, an alarm ending its kernel
+    /// → 3.3 s; on ggml 5% less solver work, alarms ending their kernels
     /// in the first round instead of every pass again in the second; the
     /// same verdicts). Otherwise within the pass's `deadline`: obligations
     /// that are hard to prove pay for the heuristics once.
