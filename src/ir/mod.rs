@@ -83,6 +83,16 @@ pub enum FloatKind {
     F64,
 }
 
+/// The greatest common divisor, never negative (0 only of two zeros): the
+/// stride every value of a sum of multiples is a multiple of.
+pub fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// The type of a scalar expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarTy {

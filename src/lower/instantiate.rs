@@ -535,14 +535,7 @@ fn constants(e: &super::Expr) -> Option<Vec<i128>> {
 /// A number every value of `e` is a multiple of (0 for the constant 0).
 fn divisor(e: &super::Expr) -> i128 {
     use super::Expr;
-    use crate::ir::BinOp;
-    fn gcd(a: i128, b: i128) -> i128 {
-        if b == 0 {
-            a.abs()
-        } else {
-            gcd(b, a % b)
-        }
-    }
+    use crate::ir::{gcd, BinOp};
     match e {
         Expr::Int(v, _) => v.abs(),
         // Wrapping modulo 2^bits keeps power-of-two divisors below 2^bits.

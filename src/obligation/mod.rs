@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::ir::access::{AccessModel, Origin};
 use crate::ir::term::{Term, TermKind};
-use crate::ir::{AccessKind, AtomicOp, BinOp, Builtin, Kernel, ObjectKind, Space};
+use crate::ir::{gcd, AccessKind, AtomicOp, BinOp, Builtin, Kernel, ObjectKind, Space};
 use crate::source::Span;
 use crate::verdict::{codes, Alarm, Condition, UnknownItem, Verdict};
 
@@ -206,15 +206,6 @@ fn phases_differ(p: &Term, q: &Term, model: &AccessModel, leaves: &HashMap<u32, 
         .iter()
         .all(|((id, _), _)| leaves.get(id).is_some_and(|t| non_negative(t, model)));
     all_nonneg && (live.iter().all(|(_, v)| *v > 0) && c > 0 || live.iter().all(|(_, v)| *v < 0) && c < 0)
-}
-
-/// The greatest common divisor, never negative.
-fn gcd(a: i128, b: i128) -> i128 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 fn collect_leaves(t: &Term, out: &mut HashMap<u32, Term>) {

@@ -20,14 +20,14 @@
 use crate::hash::HashMap;
 use crate::ir::access::{AccessModel, Origin};
 use crate::ir::term::{Term, TermKind, Terms};
-use crate::ir::{BinOp, ScalarTy, UnOp};
+use crate::ir::{gcd, BinOp, ScalarTy, UnOp};
 
 /// `model` with each object measured in the largest unit its accesses allow
 /// (`AccessModel::units` records it; 1 where bytes are the only unit).
 pub fn measure(mut model: AccessModel) -> AccessModel {
     for object in 0..model.units.len() {
         let (offsets, widths) = addresses(&model, object);
-        let Some(g0) = widths.iter().try_fold(0u64, |g, w| Some(gcd(g, positive(w)?))) else {
+        let Some(g0) = widths.iter().try_fold(0, |g, w| Some(gcd(g, positive(w)?))) else {
             continue;
         };
         // The largest divisor of the widths' gcd that divides every offset.
@@ -44,7 +44,7 @@ pub fn measure(mut model: AccessModel) -> AccessModel {
         let widths: HashMap<u32, Term> = widths
             .iter()
             .map(|w| {
-                let v = w.as_int().expect("constant") / g as i128;
+                let v = w.as_int().expect("constant") / g;
                 (w.id, model.terms.int(v, w.ty))
             })
             .collect();
@@ -71,7 +71,7 @@ pub fn measure(mut model: AccessModel) -> AccessModel {
                 }
             }
         }
-        model.units[object] = g;
+        model.units[object] = g as u64;
     }
     model
 }
@@ -101,42 +101,33 @@ fn addresses(model: &AccessModel, object: usize) -> (Vec<Term>, Vec<Term>) {
 }
 
 /// A constant width of at least one byte.
-fn positive(w: &Term) -> Option<u64> {
-    w.as_int().filter(|v| (1..1 << 62).contains(v)).map(|v| v as u64)
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
+fn positive(w: &Term) -> Option<i128> {
+    w.as_int().filter(|v| (1..1 << 62).contains(v))
 }
 
 /// `t / g` as a term when `t` is `g·x` by construction, computed in exact
 /// integers: constants, signed `+ - * −x` (their overflow is undefined, so
 /// the value is exact), selections and value-keeping conversions. Unsigned
 /// arithmetic wraps modulo 2^n, which `g` does not divide out.
-fn divide(terms: &mut Terms, t: &Term, g: u64, memo: &mut HashMap<u32, Option<Term>>) -> Option<Term> {
+fn divide(terms: &mut Terms, t: &Term, g: i128, memo: &mut HashMap<u32, Option<Term>>) -> Option<Term> {
     if let Some(done) = memo.get(&t.id) {
         return done.clone();
     }
-    let g128 = g as i128;
     let signed = matches!(t.ty, ScalarTy::Int { signed: true, .. });
     let out = match &t.kind {
-        TermKind::Int(v) if t.ty.is_int() && v % g128 == 0 => Some(terms.int(v / g128, t.ty)),
+        TermKind::Int(v) if t.ty.is_int() && v % g == 0 => Some(terms.int(v / g, t.ty)),
         TermKind::Binary(op @ (BinOp::Add | BinOp::Sub), ty, a, b) if signed && *ty == t.ty => {
             let x = divide(terms, a, g, memo);
             let y = x.as_ref().and_then(|_| divide(terms, b, g, memo));
             x.zip(y).map(|(x, y)| terms.binary(*op, *ty, x, y))
         }
         TermKind::Binary(BinOp::Mul, ty, a, b) if signed && *ty == t.ty => {
-            let factor = |c: Option<i128>| c.filter(|c| c % g128 == 0);
+            let factor = |c: Option<i128>| c.filter(|c| c % g == 0);
             if let Some(c) = factor(b.as_int()) {
-                let c = terms.int(c / g128, *ty);
+                let c = terms.int(c / g, *ty);
                 Some(terms.binary(BinOp::Mul, *ty, a.clone(), c))
             } else if let Some(c) = factor(a.as_int()) {
-                let c = terms.int(c / g128, *ty);
+                let c = terms.int(c / g, *ty);
                 Some(terms.binary(BinOp::Mul, *ty, b.clone(), c))
             } else if let Some(x) = divide(terms, a, g, memo) {
                 Some(terms.binary(BinOp::Mul, *ty, x, b.clone()))

@@ -15,7 +15,7 @@
 
 use super::normal::Normal;
 use super::*;
-use crate::obligation::gcd;
+use crate::ir::gcd;
 use std::collections::BTreeMap;
 
 /// How deep splits nest (`((a*n + b)*m + c)*h + d` needs three).
