@@ -4,6 +4,16 @@ mod common;
 
 use common::warpdrf;
 
+/// `warpdrf check --format json ARGS`: (exit status, standard output, the
+/// report parsed).
+fn check_json(args: &[&str]) -> (i32, String, serde_json::Value) {
+    let mut all = vec!["check", "--format", "json"];
+    all.extend_from_slice(args);
+    let (code, stdout, _) = warpdrf(&all);
+    let v = serde_json::from_str(&stdout).expect("JSON");
+    (code, stdout, v)
+}
+
 #[test]
 fn a_race_is_reported_with_its_two_threads() {
     let (code, stdout, _) = warpdrf(&[
@@ -37,9 +47,8 @@ fn a_race_is_reported_with_its_two_threads() {
 #[test]
 fn a_witness_says_when_it_needs_a_wrap_around() {
     let notes = |file: &str| {
-        let (code, stdout, _) = warpdrf(&["check", "--format", "json", "--block-dim", "32", file]);
+        let (code, stdout, v) = check_json(&["--block-dim", "32", file]);
         assert_eq!(code, 1, "{stdout}");
-        let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
         v["kernels"][0]["alarms"][0]["witness"]["notes"].to_string()
     };
     assert!(notes("fixtures/memory/index_wraps_around.cu").contains("wrap around"));
@@ -51,16 +60,8 @@ fn a_witness_says_when_it_needs_a_wrap_around() {
 /// next thread's by 4 bytes.
 #[test]
 fn a_witness_in_element_units_reports_bytes() {
-    let (code, stdout, _) = warpdrf(&[
-        "check",
-        "--format",
-        "json",
-        "--block-dim",
-        "64",
-        "fixtures/memory/element_width_overlap.cu",
-    ]);
+    let (code, stdout, v) = check_json(&["--block-dim", "64", "fixtures/memory/element_width_overlap.cu"]);
     assert_eq!(code, 1, "{stdout}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     let threads = v["kernels"][0]["alarms"][0]["witness"]["threads"]
         .as_array()
         .expect("two threads")
@@ -140,9 +141,8 @@ fn a_kernel_that_passes_both_conditions_exits_zero() {
 /// and the launch names where its shape came from.
 #[test]
 fn a_partial_warp_witness_names_a_missing_lane() {
-    let (code, stdout, _) = warpdrf(&["check", "--format", "json", "fixtures/participation/launch_site_48.cu"]);
+    let (code, stdout, v) = check_json(&["fixtures/participation/launch_site_48.cu"]);
     assert_eq!(code, 1, "{stdout}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     let k = &v["kernels"][0];
     assert_eq!(k["participation"], "alarm");
     assert_eq!(k["launch"]["source"], "launch_site");
@@ -163,16 +163,8 @@ fn a_partial_warp_witness_names_a_missing_lane() {
 /// A divergent shuffle's witness: two lanes of one warp, one on each side.
 #[test]
 fn a_divergent_shuffle_names_two_lanes_of_one_warp() {
-    let (code, stdout, _) = warpdrf(&[
-        "check",
-        "--format",
-        "json",
-        "--block-dim",
-        "128",
-        "fixtures/participation/threshold_48.cu",
-    ]);
+    let (code, stdout, v) = check_json(&["--block-dim", "128", "fixtures/participation/threshold_48.cu"]);
     assert_eq!(code, 1, "{stdout}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     let alarm = &v["kernels"][0]["alarms"][0];
     assert_eq!(alarm["kind"], "participation/divergent-primitive");
     let t = alarm["witness"]["threads"].as_array().expect("threads");
@@ -257,14 +249,7 @@ fn jobs_do_not_change_the_report() {
 
 #[test]
 fn timings_are_given_on_request() {
-    let (_, stdout, _) = warpdrf(&[
-        "check",
-        "--format",
-        "json",
-        "--timings",
-        "fixtures/participation/shuffle_uniform.cu",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let (_, stdout, v) = check_json(&["--timings", "fixtures/participation/shuffle_uniform.cu"]);
     assert!(v["kernels"][0]["time_ms"].is_u64(), "{stdout}");
 }
 
