@@ -363,6 +363,17 @@ impl<'k> Exec<'k> {
             }
             StmtKind::Loop(l) => self.run_loop(st, l, s),
             StmtKind::Labeled { label, body } => {
+                // The block runs under `true`, its entry condition added
+                // afterwards (as a loop's body does): the ways out of it
+                // are then told apart by the block's own branches only. A
+                // value merged over them (an inlined function's result,
+                // returned in several places) selects by those branches,
+                // not by everything the thread passed before the call, so
+                // it is as uniform as what the function computes from.
+                let rec_mark = self.model.records.len();
+                let parked_marks: HashMap<(LabelId, bool), usize> =
+                    self.parked.iter().map(|(k, v)| (*k, v.len())).collect();
+                let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
                 self.block(st, body);
                 // Threads that left the block by `break`/`return`, and by
                 // `continue`: an unrolled iteration (`for (x : {a, b})`) is
@@ -372,6 +383,19 @@ impl<'k> Exec<'k> {
                 if !states.is_empty() {
                     states.push(std::mem::replace(st, self.dead(st)));
                     *st = self.merge_many(states);
+                }
+                let t = &mut self.model.terms;
+                st.pc = t.and(entry_pc.clone(), st.pc.clone());
+                for r in &mut self.model.records[rec_mark..] {
+                    r.pc = t.and(entry_pc.clone(), r.pc.clone());
+                }
+                // Threads that left past the block (to an enclosing loop's
+                // or function's label) left from inside it.
+                for (key, states) in self.parked.iter_mut() {
+                    let from = parked_marks.get(key).copied().unwrap_or(0);
+                    for p in states.iter_mut().skip(from) {
+                        p.pc = t.and(entry_pc.clone(), p.pc.clone());
+                    }
                 }
             }
             StmtKind::Exit { label, kind } => {
@@ -1625,6 +1649,37 @@ mod tests {
         assert!(model.unknowns.is_empty(), "{:?}", model.unknowns);
         // in[tid], buf[tid] written, then buf read and out written after the loop.
         assert_eq!(model.records.len(), 4, "{model}");
+    }
+
+    /// A helper that returns in several places, called after a loop that
+    /// threads leave in different iterations: its result depends on its
+    /// argument only.
+    const HELPER_AFTER_DIVERGENT_LOOP: &str = "__device__ int pick(int n) {
+        if (n > 64) { return 2; }
+        if (n > 16) { return 1; }
+        return 0;
+    }
+    __global__ void k(int *out, int n, int m) {
+        for (int i = 0; i < m; i++) {
+            if (threadIdx.x + i >= n) { break; }
+            out[blockIdx.x * 1024 + threadIdx.x] = i;
+        }
+        if (pick(n) == 1) {
+            __syncwarp();
+        }
+    }";
+
+    #[test]
+    fn a_helpers_result_selects_by_its_own_branches_not_by_the_callers_path() {
+        let model = build(&kernel(HELPER_AFTER_DIVERGENT_LOOP), 32, &[], true);
+        assert_eq!(model.syncs.len(), 1, "{model}");
+        let goals = crate::obligation::participation::obligations(&model, &Default::default());
+        assert!(
+            goals.is_empty(),
+            "the __syncwarp's condition is uniform: {goals:?}\n{model}"
+        );
+        // The write in the loop still holds the loop's own condition.
+        assert!(!model.records[0].pc.as_bool().unwrap_or(false), "{model}");
     }
 
     /// Every `Exit` in `b`, retargeted to `to`.
