@@ -371,8 +371,7 @@ impl<'k> Exec<'k> {
                 // not by everything the thread passed before the call, so
                 // it is as uniform as what the function computes from.
                 let rec_mark = self.model.records.len();
-                let parked_marks: HashMap<(LabelId, bool), usize> =
-                    self.parked.iter().map(|(k, v)| (*k, v.len())).collect();
+                let parked_marks = self.parked_marks();
                 let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
                 self.block(st, body);
                 // Threads that left the block by `break`/`return`, and by
@@ -384,19 +383,8 @@ impl<'k> Exec<'k> {
                     states.push(std::mem::replace(st, self.dead(st)));
                     *st = self.merge_many(states);
                 }
-                let t = &mut self.model.terms;
-                st.pc = t.and(entry_pc.clone(), st.pc.clone());
-                for r in &mut self.model.records[rec_mark..] {
-                    r.pc = t.and(entry_pc.clone(), r.pc.clone());
-                }
-                // Threads that left past the block (to an enclosing loop's
-                // or function's label) left from inside it.
-                for (key, states) in self.parked.iter_mut() {
-                    let from = parked_marks.get(key).copied().unwrap_or(0);
-                    for p in states.iter_mut().skip(from) {
-                        p.pc = t.and(entry_pc.clone(), p.pc.clone());
-                    }
-                }
+                st.pc = self.terms().and(entry_pc.clone(), st.pc.clone());
+                self.enter_since(&entry_pc, None, rec_mark, &parked_marks);
             }
             StmtKind::Exit { label, kind } => {
                 let key = (*label, *kind == ExitKind::Continue);
@@ -413,6 +401,37 @@ impl<'k> Exec<'k> {
                 st.reach = self.terms().and(reach, c);
             }
             StmtKind::Unknown { .. } => {}
+        }
+    }
+
+    /// How many threads are parked at each label so far: what a block or
+    /// loop run from here adds is past these marks.
+    fn parked_marks(&self) -> HashMap<(LabelId, bool), usize> {
+        self.parked.iter().map(|(k, v)| (*k, v.len())).collect()
+    }
+
+    /// Adds the entry condition `pc` (and `reach`) of a block or loop body
+    /// that ran under `true` to what it made: its records, and the threads
+    /// it parked at labels outside it (they left from inside it).
+    fn enter_since(
+        &mut self,
+        pc: &Term,
+        reach: Option<&Term>,
+        rec_mark: usize,
+        parked_marks: &HashMap<(LabelId, bool), usize>,
+    ) {
+        let t = &mut self.model.terms;
+        for r in &mut self.model.records[rec_mark..] {
+            r.pc = t.and(pc.clone(), r.pc.clone());
+        }
+        for (key, states) in self.parked.iter_mut() {
+            let from = parked_marks.get(key).copied().unwrap_or(0);
+            for p in states.iter_mut().skip(from) {
+                p.pc = t.and(pc.clone(), p.pc.clone());
+                if let Some(reach) = reach {
+                    p.reach = t.and(reach.clone(), p.reach.clone());
+                }
+            }
         }
     }
 
@@ -917,7 +936,7 @@ impl<'k> Exec<'k> {
         let rec_mark = self.model.records.len();
         let sync_mark = self.model.syncs.len();
         let loop_mark = self.model.loops.len();
-        let parked_marks: HashMap<(LabelId, bool), usize> = self.parked.iter().map(|(k, v)| (*k, v.len())).collect();
+        let parked_marks = self.parked_marks();
         let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
         let entry_reach = std::mem::replace(&mut st.reach, self.model.terms.bool(true));
         let k = self.new_symbol(
@@ -1152,9 +1171,7 @@ impl<'k> Exec<'k> {
             let all = t.and_all(fits);
             t.and(entry_pc.clone(), all)
         };
-        for r in &mut self.model.records[rec_mark..] {
-            r.pc = self.model.terms.and(guard.clone(), r.pc.clone());
-        }
+        self.enter_since(&guard, Some(&entry_reach), rec_mark, &parked_marks);
         for r in &mut self.model.syncs[sync_mark..] {
             r.reach = self.model.terms.and(entry_reach.clone(), r.reach.clone());
         }
@@ -1176,16 +1193,6 @@ impl<'k> Exec<'k> {
             syncs: (sync_mark, self.model.syncs.len()),
             span: s.span,
         });
-        let keys: Vec<(LabelId, bool)> = self.parked.keys().copied().collect();
-        for key in keys {
-            let from = parked_marks.get(&key).copied().unwrap_or(0);
-            if let Some(states) = self.parked.get_mut(&key) {
-                for p in states.iter_mut().skip(from) {
-                    p.pc = self.model.terms.and(guard.clone(), p.pc.clone());
-                    p.reach = self.model.terms.and(entry_reach.clone(), p.reach.clone());
-                }
-            }
-        }
         // After the loop: the state of the iteration N that leaves it.
         let n = self.new_symbol(
             format!("N{}", l.label.0),
