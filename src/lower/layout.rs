@@ -1141,7 +1141,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A library type by (possibly qualified) name.
-    fn library_type(&mut self, name: &str, args: Vec<TArg>) -> Option<Type> {
+    pub(super) fn library_type(&mut self, name: &str, args: Vec<TArg>) -> Option<Type> {
         let first = name.split("::").next().unwrap_or(name);
         let known = super::builtins::is_library_type(name);
         if known || LIBRARY_NAMESPACES.contains(&first) && name.contains("::") {
