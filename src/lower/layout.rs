@@ -418,6 +418,55 @@ impl<'u> Lowerer<'u> {
         }
     }
 
+    /// `scope::base<arg>` (`scope` absent: `base<arg>`) when it names a
+    /// class template or a library type: the type, `arg` evaluated as a
+    /// constant. `None` for a value, a function or an unknown name.
+    pub(super) fn class_template_type(
+        &mut self,
+        scope: Option<Node<'u>>,
+        base: &str,
+        arg: Node<'u>,
+        node: Node<'u>,
+    ) -> Option<Type> {
+        let (ids, path) = match scope {
+            Some(s) => {
+                let path = normalize(self.text(s));
+                let parts: Vec<&str> = path.split("::").collect();
+                let ids = match self.resolve_scope_path(&parts) {
+                    Some(scope) => self.index.lookup_in(scope, base, 0),
+                    None => Vec::new(),
+                };
+                (ids, Some(path))
+            }
+            None => (self.index.lookup(self.ctx().scope, base), None),
+        };
+        let is_class = |l: &Self, id: &DeclId| l.index.decl(*id).kind == DeclKind::Class;
+        if !ids.is_empty() && !ids.iter().all(|id| is_class(self, id)) {
+            return None;
+        }
+        if ids.is_empty() {
+            let full = path
+                .as_ref()
+                .map_or_else(|| base.to_string(), |p| format!("{p}::{base}"));
+            if !super::builtins::is_library_type(&full) {
+                return None;
+            }
+        }
+        self.enter_constant();
+        let v = self.expr(arg);
+        self.leave_constant();
+        let args: Vec<TArg> = self.value_targ(&v).into_iter().collect();
+        if args.is_empty() {
+            return None;
+        }
+        if !ids.is_empty() {
+            return self.type_from_decls(&ids, args, node);
+        }
+        let full = path.map_or_else(|| base.to_string(), |p| format!("{p}::{base}"));
+        self.library_type(&full, args.clone())
+            .or_else(|| self.library_type(base, args))
+    }
+
     fn library_qualified(&mut self, path: &str, name_node: Node<'u>) -> Type {
         let name = normalize(self.text(name_node));
         let full = format!("{path}::{name}");

@@ -49,7 +49,9 @@ impl<'u> Lowerer<'u> {
             "compound_statement" => self.compound(node),
             "expression_statement" => {
                 for child in named_children(node) {
-                    self.expr(child);
+                    if !self.misparsed_declaration(child) {
+                        self.expr(child);
+                    }
                 }
             }
             "declaration" => self.local_declaration(node),
@@ -690,6 +692,61 @@ impl<'u> Lowerer<'u> {
                 self.leave_constant();
             }
         }
+    }
+
+    /// `ns::T<32> x = v;`, `ns::T<32> x(a);`, `ns::T<32> x;` where the
+    /// grammar read `(ns::T < 32) > (x = v)`: tree-sitter prefers the
+    /// expression when a qualified template takes a number (the canonical
+    /// `cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block)`).
+    /// Declared as C++ reads it when `ns::T` names a class template, not a
+    /// value; `false` (nothing done) otherwise.
+    fn misparsed_declaration(&mut self, e: Node<'u>) -> bool {
+        let op = |n: Node<'u>| n.field("operator").map(|o| self.text(o));
+        if e.kind_name() != "binary_expression" || op(e) != Some(">") {
+            return false;
+        }
+        let (Some(less), Some(rest)) = (e.field("left"), e.field("right")) else {
+            return false;
+        };
+        if less.kind_name() != "binary_expression" || op(less) != Some("<") {
+            return false;
+        }
+        let (Some(template), Some(arg)) = (less.field("left"), less.field("right")) else {
+            return false;
+        };
+        let (name, init) = match rest.kind_name() {
+            "identifier" => (rest, None),
+            "assignment_expression" if op(rest) == Some("=") => match (rest.field("left"), rest.field("right")) {
+                (Some(n), Some(v)) if n.kind_name() == "identifier" => (n, Some(v)),
+                _ => return false,
+            },
+            "call_expression" => match (rest.field("function"), rest.field("arguments")) {
+                (Some(n), Some(a)) if n.kind_name() == "identifier" => (n, Some(a)),
+                _ => return false,
+            },
+            _ => return false,
+        };
+        if !matches!(template.kind_name(), "qualified_identifier" | "identifier") {
+            return false;
+        }
+        let (scope, base) = match template.kind_name() {
+            "qualified_identifier" => match (template.field("scope"), template.field("name")) {
+                (Some(s), Some(n)) if n.kind_name() == "identifier" => (Some(s), self.text(n).to_string()),
+                _ => return false,
+            },
+            _ => {
+                if self.lookup_local(self.text(template)).is_some() {
+                    return false;
+                }
+                (None, self.text(template).to_string())
+            }
+        };
+        let Some(ty) = self.class_template_type(scope, &base, arg, template) else {
+            return false;
+        };
+        let name = self.text(name).to_string();
+        self.declare(&name, ty, init, Constness::Mutable, e);
+        true
     }
 
     /// The name and arguments of a local "function declaration" whose
