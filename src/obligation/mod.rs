@@ -468,6 +468,8 @@ impl Run<'_> {
             object.name,
             if (a.span, a.site) == (b.span, b.site) {
                 "the same"
+            } else if describe(b.kind).starts_with('a') {
+                "an"
             } else {
                 "a"
             },

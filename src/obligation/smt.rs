@@ -11,8 +11,9 @@
 //!   analysis decides) wraps: `v = r − q·2^n` with `v` in range. Signed
 //!   overflow is undefined in C++, so where the program surely evaluates the
 //!   operation (an address, a path condition) `q = 0` is asserted. A chain
-//!   of conversions and unsigned `+ - *c <<c` (`(size_t)i * 4 + base`) is
-//!   wrapped once, at its top: the inner wraps vanish modulo `2^n`;
+//!   of conversions and unsigned `+ - * <<c` (`(size_t)i * 4 + base`,
+//!   `(size_t)row * n`) is wrapped once, at its top: the inner wraps vanish
+//!   modulo `2^n`;
 //! - `/`, `%`, `>>` by constants truncate or floor as C does; `& (2^m − 1)` is
 //!   a modulus; `~x` is `−x − 1`;
 //! - other bitwise operations and shifts by variables go through
@@ -1267,6 +1268,34 @@ impl<'a> Encoder<'a> {
                         let (x, ix) = self.congruent_to(v, inst, bits);
                         let iv = ix.and_then(|i| corners(i, (c, c), |p, q| p.checked_mul(q)));
                         (Int::mul(&[int(c), x]), iv)
+                    }
+                    // A product of two values congruent modulo `2^bits` to
+                    // its factors' (`(size_t)row * (size_t)n`, `n` an
+                    // `int`): the exact product of the values before their
+                    // conversions wrapped, so one wrap at the chain's top
+                    // (none when that product fits, as `row * n` does in
+                    // 64 bits). Only where a factor is itself such a chain;
+                    // else the plain product is the same thing.
+                    BinOp::Mul if self.modular(a, inst, bits).is_some() || self.modular(b, inst, bits).is_some() => {
+                        let (x, ix) = self.congruent_to(a, inst, bits);
+                        let (y, iy) = self.congruent_to(b, inst, bits);
+                        let iv = ix.zip(iy).and_then(|(x, y)| corners(x, y, |p, q| p.checked_mul(q)));
+                        let p = if self.pass == Pass::Abstract {
+                            // The mathematical product (not the wrapped
+                            // one `op_uf` names for this type).
+                            self.abstracted = true;
+                            let args = [Dynamic::from_ast(&x), Dynamic::from_ast(&y)];
+                            let v = Self::as_int(self.uf("exact.Mul", &args, t.ty));
+                            if let Some((lo, hi)) = iv {
+                                self.defs.push(v.ge(int(lo)));
+                                self.defs.push(v.le(int(hi)));
+                            }
+                            self.sign_lemmas(&x, &y, &v);
+                            v
+                        } else {
+                            self.product(x, y, ix, iy)
+                        };
+                        (p, iv)
                     }
                     _ => return None,
                 }
