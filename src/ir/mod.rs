@@ -444,6 +444,11 @@ pub struct Access {
     pub ranges: Vec<RangeVar>,
     /// The access is part of a warp collective (`ldmatrix`, wmma loads).
     pub collective: bool,
+    /// An asynchronous copy's half (`cp.async`): it happens at some point
+    /// between here and the thread's next [`StmtKind::AsyncWait`], which
+    /// the model places here; see `lower::async_copy` for when that is
+    /// exact.
+    pub asynchronous: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -599,6 +604,9 @@ pub enum StmtKind {
     },
     /// A fact that holds here (`static_assert`, `assert`, `__builtin_assume`).
     Assume(Expr),
+    /// `cp.async.wait_all` (or `wait_group 0`): the thread's asynchronous
+    /// copies so far have completed.
+    AsyncWait,
     /// Code that was not modelled; a verdict that depends on it is `unknown`.
     Unknown {
         reason: String,
@@ -670,7 +678,11 @@ impl Stmt {
             StmtKind::If { cond, .. } => f(cond),
             StmtKind::Loop(l) => f(&l.cond),
             StmtKind::Assume(e) => f(e),
-            StmtKind::Havoc { .. } | StmtKind::Labeled { .. } | StmtKind::Exit { .. } | StmtKind::Unknown { .. } => {}
+            StmtKind::Havoc { .. }
+            | StmtKind::Labeled { .. }
+            | StmtKind::Exit { .. }
+            | StmtKind::Unknown { .. }
+            | StmtKind::AsyncWait => {}
         }
     }
 }

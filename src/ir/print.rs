@@ -276,6 +276,7 @@ impl Printer<'_> {
                 self.line(depth, &text);
             }
             StmtKind::Unknown { reason } => self.line(depth, &format!("unknown  // {reason}")),
+            StmtKind::AsyncWait => self.line(depth, "async_wait"),
         }
     }
 }

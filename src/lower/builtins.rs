@@ -670,6 +670,7 @@ impl<'u> Lowerer<'u> {
                 result: Some(result),
                 ranges: Vec::new(),
                 collective: false,
+                asynchronous: false,
             }),
             span,
         );
@@ -701,6 +702,7 @@ impl<'u> Lowerer<'u> {
                                 result: Some(r),
                                 ranges: Vec::new(),
                                 collective: false,
+                                asynchronous: false,
                             }),
                             span,
                         );
@@ -721,6 +723,7 @@ impl<'u> Lowerer<'u> {
                         result: None,
                         ranges: Vec::new(),
                         collective: false,
+                        asynchronous: false,
                     }),
                     span,
                 );
@@ -1093,6 +1096,7 @@ impl<'u> Lowerer<'u> {
                 result: None,
                 ranges: Vec::new(),
                 collective: true,
+                asynchronous: false,
             }),
             span,
         );
@@ -1116,6 +1120,7 @@ impl<'u> Lowerer<'u> {
                 result: Some(r),
                 ranges: Vec::new(),
                 collective: true,
+                asynchronous: false,
             }),
             span,
         );
@@ -1204,6 +1209,7 @@ impl<'u> Lowerer<'u> {
                         hi: Expr::int(threads * items, I64),
                     }],
                     collective: false,
+                    asynchronous: false,
                 }),
                 span,
             );
@@ -1231,6 +1237,7 @@ impl<'u> Lowerer<'u> {
                     result: None,
                     ranges: Vec::new(),
                     collective: true,
+                    asynchronous: false,
                 }),
                 span,
             );
@@ -1265,6 +1272,7 @@ impl<'u> Lowerer<'u> {
                     result: Some(r),
                     ranges: Vec::new(),
                     collective: true,
+                    asynchronous: false,
                 }),
                 span,
             );
@@ -1370,6 +1378,7 @@ impl<'u> Lowerer<'u> {
                 result,
                 ranges,
                 collective: true,
+                asynchronous: false,
             }),
             span,
         );
@@ -1470,6 +1479,7 @@ impl<'u> Lowerer<'u> {
                             result: Some(r),
                             ranges: Vec::new(),
                             collective: true,
+                            asynchronous: false,
                         }),
                         span,
                     );
@@ -1480,7 +1490,20 @@ impl<'u> Lowerer<'u> {
             return;
         }
         if first_word.starts_with("cp.async.wait") || first_word.starts_with("cp.async.commit") {
-            // Completion of a thread's own copies: no ordering between threads.
+            // Completion of a thread's own copies (no ordering between
+            // threads): all of them at `wait_all` or `wait_group 0`; a wait
+            // that leaves the latest groups in flight completes none the
+            // model can name.
+            let groups_left = instr
+                .split_whitespace()
+                .nth(1)
+                .map(|n| n.trim_end_matches(';').trim())
+                .and_then(|n| n.parse::<u32>().ok());
+            let all = first_word.starts_with("cp.async.wait_all")
+                || (first_word.starts_with("cp.async.wait_group") && groups_left == Some(0));
+            if all {
+                self.emit_at(StmtKind::AsyncWait, node);
+            }
             return;
         }
         if first_word.starts_with("cp.async") {
@@ -1507,6 +1530,7 @@ impl<'u> Lowerer<'u> {
                             result: Some(r),
                             ranges: Vec::new(),
                             collective: false,
+                            asynchronous: true,
                         }),
                         span,
                     );
@@ -1520,6 +1544,7 @@ impl<'u> Lowerer<'u> {
                             result: None,
                             ranges: Vec::new(),
                             collective: false,
+                            asynchronous: true,
                         }),
                         span,
                     );

@@ -1886,6 +1886,7 @@ impl<'u> Lowerer<'u> {
                         result: Some(result),
                         ranges: Vec::new(),
                         collective: false,
+                        asynchronous: false,
                     }),
                     span,
                 );
@@ -2133,6 +2134,7 @@ impl<'u> Lowerer<'u> {
                         result: Some(tmp),
                         ranges: Vec::new(),
                         collective: false,
+                        asynchronous: false,
                     }),
                     span,
                 );
@@ -2163,6 +2165,7 @@ impl<'u> Lowerer<'u> {
                 result: None,
                 ranges: Vec::new(),
                 collective: false,
+                asynchronous: false,
             }),
             span,
         );

@@ -15,6 +15,7 @@
 //! model becomes an `Unknown` statement and an entry of `Kernel::unknowns`
 //! (reason and span), and its value is `Value::Unknown`.
 
+mod async_copy;
 mod builtins;
 mod call;
 pub mod device_fields;
@@ -805,6 +806,7 @@ impl<'u> Lowerer<'u> {
         }
         let body = self.blocks.pop().expect("pushed above");
         self.k.body = ir::Block(body);
+        async_copy::lower_in_flight(&mut self.k);
         self.frames.pop();
     }
 
