@@ -517,6 +517,34 @@ impl<'u> Lowerer<'u> {
                 Value::Void
             }
             "__cvta_generic_to_shared" | "__cvta_shared_to_generic" | "__cvta_generic_to_global" => v(0),
+            // `cuda_pipeline.h`'s primitives: `cp.async` and its waits.
+            "__pipeline_memcpy_async" => {
+                let size = match v(2) {
+                    Value::Scalar(e, _) => e.as_int(),
+                    _ => None,
+                };
+                // With a zero-filled tail the read is shorter: reading
+                // the whole size over-approximates it.
+                let traced = match size {
+                    Some(size) => self.async_copy(vals.first(), vals.get(1), size, node),
+                    None => false,
+                };
+                if !traced {
+                    self.unknown(node, "`__pipeline_memcpy_async` of addresses or a size not traced");
+                }
+                Value::Void
+            }
+            "__pipeline_commit" => Value::Void,
+            "__pipeline_wait_prior" => {
+                let left = match v(0) {
+                    Value::Scalar(e, _) => e.as_int(),
+                    _ => None,
+                };
+                if left == Some(0) {
+                    self.emit_at(StmtKind::AsyncWait, node);
+                }
+                Value::Void
+            }
             // ----- control and facts
             "printf"
             | "__threadfence"
@@ -1516,40 +1544,8 @@ impl<'u> Lowerer<'u> {
                 return;
             };
             let (dst, src) = (input_at(*dst_k).cloned(), input_at(*src_k).cloned());
-            let span = self.span(node);
-            match (dst, src) {
-                (Some(Value::Ptr(d)), Some(Value::Ptr(s))) if d.object.is_some() && s.object.is_some() => {
-                    let r = self.new_var("cp_async", ScalarTy::Opaque, span);
-                    self.emit(
-                        StmtKind::Access(Access {
-                            object: s.object.expect("checked"),
-                            kind: AccessKind::Read,
-                            offset: s.offset,
-                            width: Expr::int(size, ScalarTy::U64),
-                            value: None,
-                            result: Some(r),
-                            ranges: Vec::new(),
-                            collective: false,
-                            asynchronous: true,
-                        }),
-                        span,
-                    );
-                    self.emit(
-                        StmtKind::Access(Access {
-                            object: d.object.expect("checked"),
-                            kind: AccessKind::Write,
-                            offset: d.offset,
-                            width: Expr::int(size, ScalarTy::U64),
-                            value: Some(Expr::Var(r)),
-                            result: None,
-                            ranges: Vec::new(),
-                            collective: false,
-                            asynchronous: true,
-                        }),
-                        span,
-                    );
-                }
-                _ => self.unknown(node, "cp.async addresses not traced"),
+            if !self.async_copy(dst.as_ref(), src.as_ref(), size, node) {
+                self.unknown(node, "cp.async addresses not traced");
             }
             return;
         }
@@ -1585,6 +1581,50 @@ impl<'u> Lowerer<'u> {
             })
             .collect();
         self.asm_outputs(&outputs, &results, node);
+    }
+
+    /// An asynchronous copy of `size` bytes (`cp.async`,
+    /// `__pipeline_memcpy_async`): its read and write, marked as in flight
+    /// until the thread's next wait (see `async_copy`). `false` when either
+    /// address is not traced to a buffer.
+    fn async_copy(&mut self, dst: Option<&Value>, src: Option<&Value>, size: i128, node: Node<'u>) -> bool {
+        let (Some(Value::Ptr(d)), Some(Value::Ptr(s))) = (dst, src) else {
+            return false;
+        };
+        let (Some(d_object), Some(s_object)) = (d.object, s.object) else {
+            return false;
+        };
+        let span = self.span(node);
+        let r = self.new_var("cp_async", ScalarTy::Opaque, span);
+        self.emit(
+            StmtKind::Access(Access {
+                object: s_object,
+                kind: AccessKind::Read,
+                offset: s.offset.clone(),
+                width: Expr::int(size, ScalarTy::U64),
+                value: None,
+                result: Some(r),
+                ranges: Vec::new(),
+                collective: false,
+                asynchronous: true,
+            }),
+            span,
+        );
+        self.emit(
+            StmtKind::Access(Access {
+                object: d_object,
+                kind: AccessKind::Write,
+                offset: d.offset.clone(),
+                width: Expr::int(size, ScalarTy::U64),
+                value: Some(Expr::Var(r)),
+                result: None,
+                ranges: Vec::new(),
+                collective: false,
+                asynchronous: true,
+            }),
+            span,
+        );
+        true
     }
 
     /// Writes asm results to the output operands' places.
