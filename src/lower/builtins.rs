@@ -1458,6 +1458,21 @@ impl<'u> Lowerer<'u> {
         // Operand numbering: outputs first, then inputs.
         let input_at = |k: usize| -> Option<&Value> { k.checked_sub(n_outputs).and_then(|i| input_vals.get(i)) };
         let memory_operands = memory_operand_indices(&instr);
+        // `bar.sync 0;` (or `barrier.sync[.aligned] 0`) without a thread
+        // count: barrier 0 for the whole block, what `__syncthreads()`
+        // compiles to. Other named barriers and counts stay unknown.
+        let words: Vec<&str> = instr.trim_end_matches(';').split_whitespace().collect();
+        if let ["bar.sync" | "barrier.sync" | "bar.sync.aligned" | "barrier.sync.aligned", "0"] = words.as_slice() {
+            self.emit_at(
+                StmtKind::Barrier(Barrier {
+                    scope: BarrierScope::Block,
+                    predicate: None,
+                    name: instr.trim_end_matches(';').to_string(),
+                }),
+                node,
+            );
+            return;
+        }
         if first_word.starts_with("mma.sync") || first_word.starts_with("movmatrix") || first_word.starts_with("wgmma")
         {
             let span = self.span(node);
