@@ -287,17 +287,46 @@ impl<'u> Lowerer<'u> {
         self.known = Default::default();
     }
 
-    /// `for (T x : {a, b, c}) body`: the body once per element (unrolled),
-    /// each iteration a labelled block that `continue` leaves.
+    /// `for (T x : {a, b, c}) body`, `for (T x : array)` over an array of a
+    /// known extent (at most [`MAX_RANGE_ELEMENTS`]): the body once per
+    /// element (unrolled), each iteration a labelled block that `continue`
+    /// leaves.
     fn range_for(&mut self, node: Node<'u>) {
         let Some(right) = node.field("right") else {
             return;
         };
-        if right.kind_name() != "initializer_list" {
-            self.unknown(node, "range-based for loop over a container");
-            return;
-        }
-        let items: Vec<Node> = named_children(right);
+        let items: Vec<RangeItem<'u>> = if right.kind_name() == "initializer_list" {
+            named_children(right).into_iter().map(RangeItem::Expr).collect()
+        } else {
+            let array = match self.place(right) {
+                Place::Mem(ptr, Type::Array(elem, Some(n)))
+                | Place::Temp(Value::Mem(ptr, Type::Array(elem, Some(n)))) => Some((ptr, elem, n)),
+                _ => None,
+            };
+            match array {
+                Some((ptr, elem, n)) if n <= MAX_RANGE_ELEMENTS => {
+                    let first = Ptr {
+                        pointee: (*elem).clone(),
+                        ..ptr
+                    };
+                    (0..n)
+                        .map(|i| {
+                            let at = self.ptr_add(
+                                first.clone(),
+                                Expr::int(i as i128, ScalarTy::I64),
+                                &Type::int(64, true),
+                                false,
+                            );
+                            RangeItem::Element(Place::Mem(at, (*elem).clone()))
+                        })
+                        .collect()
+                }
+                _ => {
+                    self.unknown(node, "range-based for loop over a container");
+                    return;
+                }
+            }
+        };
         let base = match node.field("type") {
             Some(t) => self.type_node(t),
             None => Type::Opaque("auto".into()),
@@ -319,7 +348,10 @@ impl<'u> Lowerer<'u> {
                 });
                 let iteration = l.sub_block(|l2| {
                     l2.frame_mut().locals.push(HashMap::default());
-                    l2.declare(&name, ty.clone(), Some(*item), Constness::Mutable, *item);
+                    match item {
+                        RangeItem::Expr(e) => l2.declare(&name, ty.clone(), Some(*e), Constness::Mutable, *e),
+                        RangeItem::Element(place) => l2.declare_element(&name, &ty, place, right),
+                    }
                     if let Some(b) = body_node {
                         l2.scoped_stmt(b);
                     }
@@ -327,12 +359,16 @@ impl<'u> Lowerer<'u> {
                 });
                 l.dead = false;
                 l.frame_mut().targets.pop();
+                let at = match item {
+                    RangeItem::Expr(e) => *e,
+                    RangeItem::Element(_) => right,
+                };
                 l.emit_at(
                     StmtKind::Labeled {
                         label: cont,
                         body: iteration,
                     },
-                    *item,
+                    at,
                 );
             }
         });
@@ -345,6 +381,24 @@ impl<'u> Lowerer<'u> {
             },
             node,
         );
+    }
+
+    /// A range-for variable bound to one array element: the element itself
+    /// for a reference, else a copy of its value.
+    fn declare_element(&mut self, name: &str, ty: &Type, element: &Place, node: Node<'u>) {
+        if let Type::Ref(_) = ty {
+            self.bind(name, Binding::Place(element.clone()));
+            return;
+        }
+        let ty = match ty {
+            Type::Opaque(n) if &**n == "auto" => element.ty(),
+            t => t.clone(),
+        };
+        let v = self.read(element, node);
+        let v = self.convert(v, &ty, node);
+        let place = self.local_place(name, &ty, node);
+        self.write(&place, v, node);
+        self.bind(name, Binding::Place(place));
     }
 
     fn for_stmt(&mut self, node: Node<'u>) {
@@ -968,4 +1022,14 @@ enum Constness {
     Const,
     /// A compile-time constant: the same in every thread.
     Constexpr,
+}
+
+/// Most elements a range-for over an array is unrolled for.
+const MAX_RANGE_ELEMENTS: u64 = 64;
+
+/// One element of a range-for: an expression of a braced list, or a place
+/// in an array.
+enum RangeItem<'u> {
+    Expr(Node<'u>),
+    Element(Place),
 }
