@@ -383,6 +383,94 @@ impl<'u> Lowerer<'u> {
         );
     }
 
+    /// `auto [a, b] = e;` / `auto &[a, b] = e;`: each name bound to a member
+    /// (a struct's data members in order, a vector's `x y z w`, an array's
+    /// elements) of `e` itself (a reference) or of a copy of it. `false`
+    /// when `d` is not a structured binding.
+    fn structured_binding(&mut self, d: Node<'u>) -> bool {
+        let Some(target) = d.field("declarator").filter(|_| d.kind_name() == "init_declarator") else {
+            return false;
+        };
+        let (by_ref, binding) = match target.kind_name() {
+            "structured_binding_declarator" => (false, target),
+            "reference_declarator" => match named_children(target).first() {
+                Some(&b) if b.kind_name() == "structured_binding_declarator" => (true, b),
+                _ => return false,
+            },
+            _ => return false,
+        };
+        let names: Vec<String> = named_children(binding)
+            .into_iter()
+            .map(|n| self.text(n).to_string())
+            .collect();
+        let Some(init) = init_of(d) else {
+            self.unknown(d, "structured binding without an initializer");
+            return true;
+        };
+        let place = self.place(init);
+        let ty = place.ty().strip_ref().clone();
+        let place = if by_ref {
+            place
+        } else {
+            let v = self.read(&place, init);
+            let copy = self.local_place(&names.join("_"), &ty, d);
+            self.write(&copy, v, d);
+            copy
+        };
+        let members: Option<Vec<Place>> = match &ty {
+            Type::Array(elem, Some(n)) if *n as usize == names.len() => match &place {
+                Place::Mem(ptr, _) => {
+                    let first = Ptr {
+                        pointee: (**elem).clone(),
+                        ..ptr.clone()
+                    };
+                    Some(
+                        (0..*n)
+                            .map(|i| {
+                                let at = self.ptr_add(
+                                    first.clone(),
+                                    Expr::int(i as i128, ScalarTy::I64),
+                                    &Type::int(64, true),
+                                    false,
+                                );
+                                Place::Mem(at, (**elem).clone())
+                            })
+                            .collect(),
+                    )
+                }
+                _ => None,
+            },
+            _ => {
+                let fields: Vec<String> = match &ty {
+                    Type::Vector(v) => ["x", "y", "z", "w"]
+                        .iter()
+                        .take(v.n as usize)
+                        .map(|f| f.to_string())
+                        .collect(),
+                    Type::Class(inst) => self.layout(inst).fields.iter().map(|f| f.name.clone()).collect(),
+                    _ => Vec::new(),
+                };
+                (fields.len() == names.len())
+                    .then(|| {
+                        fields
+                            .iter()
+                            .map(|f| self.member_place(&place, f, d))
+                            .collect::<Option<Vec<Place>>>()
+                    })
+                    .flatten()
+            }
+        };
+        match members {
+            Some(members) => {
+                for (name, member) in names.iter().zip(members) {
+                    self.bind(name, Binding::Place(member));
+                }
+            }
+            None => self.unknown(d, format!("structured binding of a `{}`", ty.display())),
+        }
+        true
+    }
+
     /// A range-for variable bound to one array element: the element itself
     /// for a reference, else a copy of its value.
     fn declare_element(&mut self, name: &str, ty: &Type, element: &Place, node: Node<'u>) {
@@ -702,6 +790,9 @@ impl<'u> Lowerer<'u> {
                     self.write(&place, value, d);
                 }
                 self.bind(&name, Binding::Place(place));
+                continue;
+            }
+            if self.structured_binding(d) {
                 continue;
             }
             let (ty, name) = self.apply_declarator(base.clone(), d);
