@@ -742,6 +742,9 @@ impl<'u> Lowerer<'u> {
         match pty {
             Type::Ref(inner) => match op {
                 Operand::Place(place) => Binding::Place(place),
+                // A temporary lambda or function bound to `F &&f`: the
+                // callable itself (it has no storage to refer to).
+                Operand::Value(v @ (Value::Closure(_) | Value::Func(_))) => Binding::Value(v),
                 Operand::Value(v) => {
                     let place = self.local_place(name, inner, p);
                     self.write(&place, v, p);

@@ -627,6 +627,24 @@ impl<'u> Lowerer<'u> {
 
     /// Whether a name (in a template argument) denotes a value rather than a type.
     fn names_value(&mut self, node: Node<'u>) -> bool {
+        // `T::member` with `T` a class (a template parameter bound to one):
+        // a value when the member is a static data member or an enumerator.
+        if let (true, Some(scope), Some(name)) = (
+            node.kind_name() == "qualified_identifier",
+            node.field("scope"),
+            node.field("name"),
+        ) {
+            if matches!(name.kind_name(), "identifier" | "type_identifier") {
+                if let Some(Type::Class(inst)) = self.scope_as_type(scope) {
+                    let member = self.text(name).to_string();
+                    if let Some(m) = self.index.decl(inst.decl).members {
+                        return self.index.lookup_in(m, &member, 0).iter().any(|&id| {
+                            matches!(self.index.decl(id).kind, DeclKind::Var | DeclKind::Enumerator { .. })
+                        });
+                    }
+                }
+            }
+        }
         if node.kind_name() == "qualified_identifier" {
             let text = normalize(self.text(node));
             let parts: Vec<&str> = text.split("::").collect();
