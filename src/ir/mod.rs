@@ -604,9 +604,15 @@ pub enum StmtKind {
     },
     /// A fact that holds here (`static_assert`, `assert`, `__builtin_assume`).
     Assume(Expr),
-    /// `cp.async.wait_all` (or `wait_group 0`): the thread's asynchronous
-    /// copies so far have completed.
-    AsyncWait,
+    /// `cp.async.commit_group`: the thread's asynchronous copies not yet in
+    /// a group form its next one.
+    AsyncCommit,
+    /// `cp.async.wait_group n`: the thread's committed groups have
+    /// completed but for the `n` most recent (`cp.async.wait_all` is a
+    /// commit and a wait for 0).
+    AsyncWait {
+        groups_left: u32,
+    },
     /// Code that was not modelled; a verdict that depends on it is `unknown`.
     Unknown {
         reason: String,
@@ -682,7 +688,8 @@ impl Stmt {
             | StmtKind::Labeled { .. }
             | StmtKind::Exit { .. }
             | StmtKind::Unknown { .. }
-            | StmtKind::AsyncWait => {}
+            | StmtKind::AsyncCommit
+            | StmtKind::AsyncWait { .. } => {}
         }
     }
 }

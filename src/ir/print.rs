@@ -276,7 +276,8 @@ impl Printer<'_> {
                 self.line(depth, &text);
             }
             StmtKind::Unknown { reason } => self.line(depth, &format!("unknown  // {reason}")),
-            StmtKind::AsyncWait => self.line(depth, "async_wait"),
+            StmtKind::AsyncCommit => self.line(depth, "async_commit"),
+            StmtKind::AsyncWait { groups_left } => self.line(depth, &format!("async_wait {groups_left}")),
         }
     }
 }

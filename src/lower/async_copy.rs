@@ -13,16 +13,26 @@
 //! barrier placed before the wait instead of after it is a race with a
 //! witness.
 //!
+//! Copies complete by commit groups: `cp.async.wait_group n` completes
+//! the groups before the `n` most recent, which each copy's flag follows
+//! through a per-thread count of commits and the count at its issue
+//! (`wait_all` is a commit and a wait for 0). A copy issued again by the
+//! same code while the one before may still be in flight (a pipeline of
+//! several stages) would need a variable per copy in flight: it is
+//! unknown instead.
+//!
 //! A thread that returns from the kernel with a copy in flight has it land
 //! while the others go on past barriers it never reaches: that `return`
 //! makes the kernel's verdicts unknown. (A copy in flight when every thread
 //! ends is in the last phase, where the issue placed it.)
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::hash::HashMap;
+use crate::ir::fold;
 use crate::ir::{
-    Access, Block, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, ScalarTy, Stmt, StmtKind, Unknown, VarId, VarInfo,
+    Access, BinOp, Block, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, ScalarTy, Stmt, StmtKind, Unknown, VarId,
+    VarInfo,
 };
 
 /// Adds the in-flight accesses of the kernel's asynchronous copies (see the
@@ -40,9 +50,32 @@ pub fn lower_in_flight(k: &mut Kernel) {
         exits: HashMap::default(),
         at: HashMap::default(),
         returns: Vec::new(),
+        reissued: BTreeSet::new(),
+        crossed: BTreeSet::new(),
+        uncommitted: HashMap::default(),
     };
-    walk.block(&k.body, BTreeSet::new());
-    let (at, returns) = (walk.at, walk.returns);
+    walk.block(&k.body, InFlight::new());
+    let (at, returns, uncommitted) = (walk.at, walk.returns, walk.uncommitted);
+    // Issued again without crossing a barrier in flight (a loop of copies
+    // before one wait): the issue's place is exact for every one of them.
+    let reissued: BTreeSet<usize> = walk.reissued.intersection(&walk.crossed).copied().collect();
+    for &c in &reissued {
+        let copy = &copies[c].1;
+        // A copy's read and write share their issue's place: one report.
+        if k.unknowns
+            .iter()
+            .any(|u| u.span == copy.span && u.reason.contains("issued again"))
+        {
+            continue;
+        }
+        k.unknowns.push(Unknown {
+            reason: "an asynchronous copy (`cp.async`) issued again while the one issued before by this code may \
+                     still be in flight (a pipeline of several stages): not modelled"
+                .into(),
+            span: copy.span,
+            site: copy.site,
+        });
+    }
     for (span, site) in returns {
         k.unknowns.push(Unknown {
             reason: "the thread may return with an asynchronous copy (`cp.async`) in flight, which lands while \
@@ -57,10 +90,15 @@ pub fn lower_in_flight(k: &mut Kernel) {
     for (_, c) in &copies {
         let flag = new_var(k, "in_flight", ScalarTy::Bool, c.span);
         let address = (!c.access.offset.is_const()).then(|| new_var(k, "in_flight_at", ScalarTy::I64, c.span));
-        slots.push(Slot { flag, address });
+        let group = new_var(k, "in_flight_group", ScalarTy::I64, c.span);
+        slots.push(Slot { flag, address, group });
     }
     let copies: Vec<Copy> = copies.into_iter().map(|(_, c)| c).collect();
+    let commits = new_var(k, "async_commits", ScalarTy::I64, k.span);
     let rewrite = Rewrite {
+        commits,
+        uncommitted: &uncommitted,
+        reissued: &reissued,
         index: &index,
         at: &at,
         slots: &slots,
@@ -71,6 +109,7 @@ pub fn lower_in_flight(k: &mut Kernel) {
         let clear: Vec<Stmt> = slots
             .iter()
             .map(|slot| Rewrite::assign(first, slot.flag, Expr::Bool(false)))
+            .chain([Rewrite::assign(first, commits, Expr::int(0, ScalarTy::I64))])
             .collect();
         body.0.splice(0..0, clear);
     }
@@ -91,6 +130,9 @@ struct Copy {
 struct Slot {
     flag: VarId,
     address: Option<VarId>,
+    /// The number of the commit group the copy joins (the thread's commits
+    /// before it).
+    group: VarId,
 }
 
 fn new_var(k: &mut Kernel, name: &str, ty: ScalarTy, span: crate::source::Span) -> VarId {
@@ -131,7 +173,17 @@ fn collect(b: &Block, out: &mut Vec<(*const Stmt, Copy)>) {
     }
 }
 
-type InFlight = BTreeSet<usize>;
+/// The copies possibly in flight, each with whether it is surely in a
+/// committed group (a wait completes only committed groups).
+type InFlight = BTreeMap<usize, bool>;
+
+/// The copies in flight on either of two paths (committed if on both).
+fn join(mut a: InFlight, b: InFlight) -> InFlight {
+    for (c, committed) in b {
+        a.entry(c).and_modify(|x| *x &= committed).or_insert(committed);
+    }
+    a
+}
 
 /// A forward walk whose state is the set of copies possibly in flight.
 struct Walk<'a> {
@@ -142,8 +194,17 @@ struct Walk<'a> {
     exits: HashMap<(LabelId, bool), InFlight>,
     /// The copies in flight at each barrier and wait, joined over every
     /// time the walk passes it.
-    at: HashMap<*const Stmt, InFlight>,
+    at: HashMap<*const Stmt, BTreeSet<usize>>,
     returns: Vec<(crate::source::Span, crate::source::Span)>,
+    /// Copies issued again while one issued before by the same code may be
+    /// in flight: their variables hold the latest one only (which matters
+    /// only for those also in flight at a barrier: [`Self::crossed`]).
+    reissued: BTreeSet<usize>,
+    /// Copies possibly in flight at some barrier.
+    crossed: BTreeSet<usize>,
+    /// The copies in flight at each wait that may not be committed there
+    /// (on some path, in some round of a loop).
+    uncommitted: HashMap<*const Stmt, BTreeSet<usize>>,
 }
 
 impl Walk<'_> {
@@ -158,7 +219,7 @@ impl Walk<'_> {
         self.at
             .entry(s as *const Stmt)
             .or_default()
-            .extend(state.iter().copied());
+            .extend(state.keys().copied());
     }
 
     fn take(&mut self, label: LabelId, cont: bool) -> InFlight {
@@ -168,66 +229,78 @@ impl Walk<'_> {
     fn stmt(&mut self, s: &Stmt, mut state: InFlight) -> InFlight {
         match &s.kind {
             StmtKind::Access(a) if a.asynchronous => {
-                state.insert(self.index[&(s as *const Stmt)]);
+                let c = self.index[&(s as *const Stmt)];
+                if state.insert(c, false).is_some() {
+                    self.reissued.insert(c);
+                }
                 state
             }
-            StmtKind::AsyncWait => {
+            StmtKind::AsyncCommit => {
+                state.values_mut().for_each(|c| *c = true);
+                state
+            }
+            StmtKind::AsyncWait { groups_left } => {
                 self.record(s, &state);
-                InFlight::new()
+                // Only a wait for every group surely completes a copy.
+                let unsure = self.uncommitted.entry(s as *const Stmt).or_default();
+                unsure.extend(state.iter().filter(|(_, &committed)| !committed).map(|(&c, _)| c));
+                if *groups_left == 0 {
+                    state.retain(|_, committed| !*committed);
+                }
+                state
             }
             StmtKind::Barrier(_) => {
                 self.record(s, &state);
+                self.crossed.extend(state.keys().copied());
                 state
             }
             StmtKind::Primitive(p) if p.kind == PrimKind::SyncWarp => {
                 self.record(s, &state);
+                self.crossed.extend(state.keys().copied());
                 state
             }
             StmtKind::If {
                 then_block, else_block, ..
             } => {
-                let mut a = self.block(then_block, state.clone());
-                a.extend(self.block(else_block, state));
-                a
+                let a = self.block(then_block, state.clone());
+                let b = self.block(else_block, state);
+                join(a, b)
             }
             StmtKind::Labeled { label, body } => {
-                let mut out = self.block(body, state);
-                out.extend(self.take(*label, false));
-                out
+                let out = self.block(body, state);
+                let exits = self.take(*label, false);
+                join(out, exits)
             }
             StmtKind::Exit { label, kind } => {
                 if *label == self.exit_label && !state.is_empty() && !self.returns.contains(&(s.span, s.site)) {
                     self.returns.push((s.span, s.site));
                 }
-                self.exits
-                    .entry((*label, *kind == ExitKind::Continue))
-                    .or_default()
-                    .extend(state);
+                let key = (*label, *kind == ExitKind::Continue);
+                let before = self.exits.remove(&key).unwrap_or_default();
+                self.exits.insert(key, join(before, state));
                 InFlight::new()
             }
             StmtKind::Loop(l) => {
                 // The head's state: the entry's joined with the state after
-                // each iteration, to a fixpoint (the sets only grow).
+                // each iteration, to a fixpoint (copies only join, and
+                // only lose the certainty of being committed).
                 let mut head = state;
                 let mut out = InFlight::new();
                 loop {
                     let tested = self.block(&l.cond_pre, head.clone());
                     let body = self.block(&l.body, tested.clone());
-                    let mut into_step = body;
-                    into_step.extend(self.take(l.label, true));
-                    let stepped = self.block(&l.step, into_step);
+                    let continued = self.take(l.label, true);
+                    let stepped = self.block(&l.step, join(body, continued));
                     let tested_after = self.block(&l.cond_pre, stepped.clone());
-                    out.extend(tested);
-                    out.extend(tested_after);
-                    let mut next = head.clone();
-                    next.extend(stepped);
+                    out = join(join(out, tested), tested_after);
+                    let next = join(head.clone(), stepped);
                     if next == head {
                         break;
                     }
                     head = next;
                 }
-                out.extend(self.take(l.label, false));
-                out
+                let broken = self.take(l.label, false);
+                join(out, broken)
             }
             _ => state,
         }
@@ -238,8 +311,14 @@ impl Walk<'_> {
 /// flag, each wait clearing the flags of the copies it completes, and each
 /// barrier followed by the accesses of the copies in flight there.
 struct Rewrite<'a> {
+    /// The thread's commits so far.
+    commits: VarId,
+    /// See [`Walk::uncommitted`].
+    uncommitted: &'a HashMap<*const Stmt, BTreeSet<usize>>,
+    /// See [`Walk::reissued`]: not emitted again (an `Unknown` instead).
+    reissued: &'a BTreeSet<usize>,
     index: &'a HashMap<*const Stmt, usize>,
-    at: &'a HashMap<*const Stmt, InFlight>,
+    at: &'a HashMap<*const Stmt, BTreeSet<usize>>,
     slots: &'a [Slot],
     copies: &'a [Copy],
 }
@@ -269,19 +348,52 @@ impl Rewrite<'_> {
                 if let Some(v) = slot.address {
                     out.push(Self::assign(s, v, a.offset.clone()));
                 }
+                out.push(Self::assign(s, slot.group, Expr::Var(self.commits)));
                 out.push(Self::assign(s, slot.flag, Expr::Bool(true)));
                 out.push(s.clone());
             }
-            StmtKind::AsyncWait => {
+            StmtKind::AsyncCommit => {
                 out.push(s.clone());
+                let next = fold::binary(
+                    BinOp::Add,
+                    ScalarTy::I64,
+                    Expr::Var(self.commits),
+                    Expr::int(1, ScalarTy::I64),
+                );
+                out.push(Self::assign(s, self.commits, next));
+            }
+            StmtKind::AsyncWait { groups_left } => {
+                out.push(s.clone());
+                // Groups before the `groups_left` most recent complete: a
+                // copy stays in flight if its group is one of those or is
+                // not committed yet.
+                let oldest_left = fold::binary(
+                    BinOp::Sub,
+                    ScalarTy::I64,
+                    Expr::Var(self.commits),
+                    Expr::int(*groups_left as i128, ScalarTy::I64),
+                );
+                let unsure = self.uncommitted.get(&key);
                 for &c in self.at.get(&key).into_iter().flatten() {
-                    out.push(Self::assign(s, self.slots[c].flag, Expr::Bool(false)));
+                    let slot = self.slots[c];
+                    // A copy surely committed, waited for with no group
+                    // left, is done (said directly: a loop's rounds make
+                    // the counters symbolic).
+                    if *groups_left == 0 && !unsure.is_some_and(|u| u.contains(&c)) {
+                        out.push(Self::assign(s, slot.flag, Expr::Bool(false)));
+                        continue;
+                    }
+                    let left = fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), oldest_left.clone());
+                    let still = fold::binary(BinOp::And, ScalarTy::Bool, Expr::Var(slot.flag), left);
+                    out.push(Self::assign(s, slot.flag, still));
                 }
             }
             StmtKind::Barrier(_) | StmtKind::Primitive(_) => {
                 out.push(s.clone());
                 for &c in self.at.get(&key).into_iter().flatten() {
-                    out.push(self.landing(c));
+                    if !self.reissued.contains(&c) {
+                        out.push(self.landing(c));
+                    }
                 }
             }
             StmtKind::If {

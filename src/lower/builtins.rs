@@ -534,14 +534,17 @@ impl<'u> Lowerer<'u> {
                 }
                 Value::Void
             }
-            "__pipeline_commit" => Value::Void,
+            "__pipeline_commit" => {
+                self.emit_at(StmtKind::AsyncCommit, node);
+                Value::Void
+            }
             "__pipeline_wait_prior" => {
                 let left = match v(0) {
-                    Value::Scalar(e, _) => e.as_int(),
+                    Value::Scalar(e, _) => e.as_int().and_then(|c| u32::try_from(c).ok()),
                     _ => None,
                 };
-                if left == Some(0) {
-                    self.emit_at(StmtKind::AsyncWait, node);
+                if let Some(groups_left) = left {
+                    self.emit_at(StmtKind::AsyncWait { groups_left }, node);
                 }
                 Value::Void
             }
@@ -1534,18 +1537,24 @@ impl<'u> Lowerer<'u> {
         }
         if first_word.starts_with("cp.async.wait") || first_word.starts_with("cp.async.commit") {
             // Completion of a thread's own copies (no ordering between
-            // threads): all of them at `wait_all` or `wait_group 0`; a wait
-            // that leaves the latest groups in flight completes none the
-            // model can name.
-            let groups_left = instr
-                .split_whitespace()
-                .nth(1)
-                .map(|n| n.trim_end_matches(';').trim())
-                .and_then(|n| n.parse::<u32>().ok());
-            let all = first_word.starts_with("cp.async.wait_all")
-                || (first_word.starts_with("cp.async.wait_group") && groups_left == Some(0));
-            if all {
-                self.emit_at(StmtKind::AsyncWait, node);
+            // threads), by commit groups. A group count given as an
+            // operand (`"n"(N)`) is its constant; one not known completes
+            // nothing (the copies stay in flight: sound).
+            let operand = instr.split_whitespace().nth(1).map(|n| n.trim_end_matches(';').trim());
+            let groups_left = operand.and_then(|n| match n.strip_prefix('%') {
+                Some(k) => match k.parse::<usize>().ok().and_then(input_at) {
+                    Some(Value::Scalar(e, _)) => e.as_int().and_then(|c| u32::try_from(c).ok()),
+                    _ => None,
+                },
+                None => n.parse::<u32>().ok(),
+            });
+            if first_word.starts_with("cp.async.commit") {
+                self.emit_at(StmtKind::AsyncCommit, node);
+            } else if first_word.starts_with("cp.async.wait_all") {
+                self.emit_at(StmtKind::AsyncCommit, node);
+                self.emit_at(StmtKind::AsyncWait { groups_left: 0 }, node);
+            } else if let (true, Some(groups_left)) = (first_word.starts_with("cp.async.wait_group"), groups_left) {
+                self.emit_at(StmtKind::AsyncWait { groups_left }, node);
             }
             return;
         }

@@ -400,7 +400,7 @@ impl<'k> Exec<'k> {
                 let reach = st.reach.clone();
                 st.reach = self.terms().and(reach, c);
             }
-            StmtKind::Unknown { .. } | StmtKind::AsyncWait => {}
+            StmtKind::Unknown { .. } | StmtKind::AsyncCommit | StmtKind::AsyncWait { .. } => {}
         }
     }
 
