@@ -298,30 +298,10 @@ impl<'u> Lowerer<'u> {
         let items: Vec<RangeItem<'u>> = if right.kind_name() == "initializer_list" {
             named_children(right).into_iter().map(RangeItem::Expr).collect()
         } else {
-            let array = match self.place(right) {
-                Place::Mem(ptr, Type::Array(elem, Some(n)))
-                | Place::Temp(Value::Mem(ptr, Type::Array(elem, Some(n)))) => Some((ptr, elem, n)),
-                _ => None,
-            };
-            match array {
-                Some((ptr, elem, n)) if n <= MAX_RANGE_ELEMENTS => {
-                    let first = Ptr {
-                        pointee: (*elem).clone(),
-                        ..ptr
-                    };
-                    (0..n)
-                        .map(|i| {
-                            let at = self.ptr_add(
-                                first.clone(),
-                                Expr::int(i as i128, ScalarTy::I64),
-                                &Type::int(64, true),
-                                false,
-                            );
-                            RangeItem::Element(Place::Mem(at, (*elem).clone()))
-                        })
-                        .collect()
-                }
-                _ => {
+            let place = self.place(right);
+            match self.array_elements(&place) {
+                Some(elements) => elements.into_iter().map(RangeItem::Element).collect(),
+                None => {
                     self.unknown(node, "range-based for loop over a container");
                     return;
                 }
@@ -418,28 +398,7 @@ impl<'u> Lowerer<'u> {
             copy
         };
         let members: Option<Vec<Place>> = match &ty {
-            Type::Array(elem, Some(n)) if *n as usize == names.len() => match &place {
-                Place::Mem(ptr, _) => {
-                    let first = Ptr {
-                        pointee: (**elem).clone(),
-                        ..ptr.clone()
-                    };
-                    Some(
-                        (0..*n)
-                            .map(|i| {
-                                let at = self.ptr_add(
-                                    first.clone(),
-                                    Expr::int(i as i128, ScalarTy::I64),
-                                    &Type::int(64, true),
-                                    false,
-                                );
-                                Place::Mem(at, (**elem).clone())
-                            })
-                            .collect(),
-                    )
-                }
-                _ => None,
-            },
+            Type::Array(_, Some(n)) if *n as usize == names.len() => self.array_elements(&place),
             _ => {
                 let fields: Vec<String> = match &ty {
                     Type::Vector(v) => ["x", "y", "z", "w"]
@@ -469,6 +428,37 @@ impl<'u> Lowerer<'u> {
             None => self.unknown(d, format!("structured binding of a `{}`", ty.display())),
         }
         true
+    }
+
+    /// The elements of an array in memory of a known extent (at most
+    /// [`MAX_RANGE_ELEMENTS`]), as places.
+    fn array_elements(&mut self, array: &Place) -> Option<Vec<Place>> {
+        let (ptr, elem, n) = match array {
+            Place::Mem(ptr, Type::Array(elem, Some(n))) | Place::Temp(Value::Mem(ptr, Type::Array(elem, Some(n)))) => {
+                (ptr, elem, *n)
+            }
+            _ => return None,
+        };
+        if n > MAX_RANGE_ELEMENTS {
+            return None;
+        }
+        let first = Ptr {
+            pointee: (**elem).clone(),
+            ..ptr.clone()
+        };
+        Some(
+            (0..n)
+                .map(|i| {
+                    let at = self.ptr_add(
+                        first.clone(),
+                        Expr::int(i as i128, ScalarTy::I64),
+                        &Type::int(64, true),
+                        false,
+                    );
+                    Place::Mem(at, (**elem).clone())
+                })
+                .collect(),
+        )
     }
 
     /// A range-for variable bound to one array element: the element itself
@@ -1115,7 +1105,8 @@ enum Constness {
     Constexpr,
 }
 
-/// Most elements a range-for over an array is unrolled for.
+/// Most elements a range-for over an array is unrolled for (and a
+/// structured binding of an array binds).
 const MAX_RANGE_ELEMENTS: u64 = 64;
 
 /// One element of a range-for: an expression of a braced list, or a place
