@@ -1217,9 +1217,11 @@ impl<'u> Lowerer<'u> {
         if let Some(v) = self.builtin_value(name) {
             return Place::Temp(v);
         }
-        // A built-in type's name in an expression's position: the operand
-        // of `sizeof(half2)` parses as a parenthesised expression.
-        if let Some(t) = super::types::named_scalar(name).or_else(|| self.library_type(name, Vec::new())) {
+        // A built-in scalar or vector type's name in an expression's
+        // position: the operand of `sizeof(half2)` parses as a parenthesised
+        // expression. (Not library names such as `less`: an undefined
+        // function of that name must stay an unknown call.)
+        if let Some(t) = super::types::named_scalar(name) {
             return Place::Temp(Value::Type(t));
         }
         Place::Unresolved(name.into())

@@ -1208,7 +1208,7 @@ impl<'u> Lowerer<'u> {
     }
 
     /// A library type by (possibly qualified) name.
-    pub(super) fn library_type(&mut self, name: &str, args: Vec<TArg>) -> Option<Type> {
+    fn library_type(&mut self, name: &str, args: Vec<TArg>) -> Option<Type> {
         let first = name.split("::").next().unwrap_or(name);
         let known = super::builtins::is_library_type(name);
         if known || LIBRARY_NAMESPACES.contains(&first) && name.contains("::") {
