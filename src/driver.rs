@@ -1208,6 +1208,22 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         }
         extend_new(&mut unknowns, part.unknowns);
     }
+    // What the front end could not model about memory order alone leaves
+    // the memory condition unknown whether or not the budget reaches that
+    // instantiation's check (which reports it too).
+    for job in &jobs {
+        let k = &e.kernels[job.instantiation];
+        if !k.memory_unknowns.is_empty() {
+            memory = join(memory, Verdict::Unknown);
+            extend_new(
+                &mut unknowns,
+                k.memory_unknowns.iter().map(|u| UnknownItem {
+                    reason: u.reason.clone(),
+                    span: u.span,
+                }),
+            );
+        }
+    }
     {
         // Each round of every job, then the next round of those that left
         // obligations undecided (see `obligation::Rounds`).

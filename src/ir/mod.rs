@@ -777,6 +777,10 @@ pub struct Kernel {
     pub exit_label: LabelId,
     pub body: Block,
     pub unknowns: Vec<Unknown>,
+    /// What the front end could not model about the order of memory
+    /// accesses only (an asynchronous copy's landing): the memory
+    /// condition's verdict is unknown for them, participation's is not.
+    pub memory_unknowns: Vec<Unknown>,
     /// What the model assumes beyond the source (e.g. the layout of a type whose
     /// definition was not found): reported with every verdict.
     pub assumptions: Vec<Unknown>,

@@ -18,13 +18,14 @@
 //! through a per-thread count of commits and the count at its issue
 //! (`wait_all` is a commit and a wait for 0). A copy issued again by the
 //! same code while the one before may still be in flight (a pipeline of
-//! several stages) would need a variable per copy in flight: it is
-//! unknown instead.
+//! several stages) would need a variable per copy in flight: the memory
+//! condition is unknown instead.
 //!
 //! A thread that returns from the kernel with a copy in flight has it land
 //! while the others go on past barriers it never reaches: that `return`
-//! makes the kernel's verdicts unknown. (A copy in flight when every thread
-//! ends is in the last phase, where the issue placed it.)
+//! makes the kernel's memory verdict unknown. (A copy in flight when every
+//! thread ends is in the last phase, where the issue placed it.) These are
+//! `Kernel::memory_unknowns`: participation does not depend on them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,7 +69,7 @@ pub fn lower_in_flight(k: &mut Kernel) {
         {
             continue;
         }
-        k.unknowns.push(Unknown {
+        k.memory_unknowns.push(Unknown {
             reason: "an asynchronous copy (`cp.async`) issued again while the one issued before by this code may \
                      still be in flight (a pipeline of several stages): not modelled"
                 .into(),
@@ -77,7 +78,7 @@ pub fn lower_in_flight(k: &mut Kernel) {
         });
     }
     for (span, site) in returns {
-        k.unknowns.push(Unknown {
+        k.memory_unknowns.push(Unknown {
             reason: "the thread may return with an asynchronous copy (`cp.async`) in flight, which lands while \
                      the other threads go on past barriers"
                 .into(),

@@ -285,6 +285,7 @@ impl<'u> Lowerer<'u> {
                 exit_label: LabelId(0),
                 body: ir::Block::default(),
                 unknowns: Vec::new(),
+                memory_unknowns: Vec::new(),
                 assumptions: Vec::new(),
                 helpers: Vec::new(),
                 call_depth: 0,

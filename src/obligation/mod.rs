@@ -384,6 +384,10 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         alarms, mut unknowns, ..
     } = run;
     unknowns.extend(model_unknowns(model));
+    unknowns.extend(kernel.memory_unknowns.iter().map(|u| UnknownItem {
+        reason: u.reason.clone(),
+        span: u.span,
+    }));
     if out_of_time {
         unknowns.push(UnknownItem {
             reason: "the memory check ran out of the kernel's solver budget before deciding every pair of accesses"
