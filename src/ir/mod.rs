@@ -791,6 +791,17 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// A fresh variable of the kernel.
+    pub fn new_var(&mut self, name: &str, ty: ScalarTy, span: Span) -> VarId {
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(VarInfo {
+            name: name.to_string(),
+            ty,
+            span,
+        });
+        id
+    }
+
     /// Every execution reaches a trap (`assume false`) before anything else
     /// that matters: the instantiation is compiled out (`NO_DEVICE_CODE`).
     pub fn always_traps(&self) -> bool {

@@ -32,15 +32,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::hash::HashMap;
 use crate::ir::fold;
 use crate::ir::{
-    Access, BinOp, Block, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, ScalarTy, Stmt, StmtKind, Unknown, VarId,
-    VarInfo,
+    Access, BinOp, Block, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive, ScalarTy, Stmt, StmtKind,
+    Unknown, VarId,
 };
 
 /// Adds the in-flight accesses of the kernel's asynchronous copies (see the
 /// module's comment) and the unknowns of `return`s with copies in flight.
 pub fn lower_in_flight(k: &mut Kernel) {
     let mut copies: Vec<(*const Stmt, Copy)> = Vec::new();
-    collect(&k.body, &mut copies);
+    k.body.walk(&mut |s| {
+        if let StmtKind::Access(a) = &s.kind {
+            if a.asynchronous {
+                let copy = Copy {
+                    access: a.clone(),
+                    span: s.span,
+                    site: s.site,
+                };
+                copies.push((s as *const Stmt, copy));
+            }
+        }
+    });
     if copies.is_empty() {
         return;
     }
@@ -62,20 +73,17 @@ pub fn lower_in_flight(k: &mut Kernel) {
     let reissued: BTreeSet<usize> = walk.reissued.intersection(&walk.crossed).copied().collect();
     for &c in &reissued {
         let copy = &copies[c].1;
-        // A copy's read and write share their issue's place: one report.
-        if k.unknowns
-            .iter()
-            .any(|u| u.span == copy.span && u.reason.contains("issued again"))
-        {
-            continue;
-        }
-        k.memory_unknowns.push(Unknown {
+        let unknown = Unknown {
             reason: "an asynchronous copy (`cp.async`) issued again while the one issued before by this code may \
                      still be in flight (a pipeline of several stages): not modelled"
                 .into(),
             span: copy.span,
             site: copy.site,
-        });
+        };
+        // A copy's read and write share their issue's place: one report.
+        if !k.memory_unknowns.contains(&unknown) {
+            k.memory_unknowns.push(unknown);
+        }
     }
     for (span, site) in returns {
         k.memory_unknowns.push(Unknown {
@@ -89,13 +97,13 @@ pub fn lower_in_flight(k: &mut Kernel) {
     // Each copy's flag and the address its issue computed.
     let mut slots: Vec<Slot> = Vec::new();
     for (_, c) in &copies {
-        let flag = new_var(k, "in_flight", ScalarTy::Bool, c.span);
-        let address = (!c.access.offset.is_const()).then(|| new_var(k, "in_flight_at", ScalarTy::I64, c.span));
-        let group = new_var(k, "in_flight_group", ScalarTy::I64, c.span);
+        let flag = k.new_var("in_flight", ScalarTy::Bool, c.span);
+        let address = (!c.access.offset.is_const()).then(|| k.new_var("in_flight_at", ScalarTy::I64, c.span));
+        let group = k.new_var("in_flight_group", ScalarTy::I64, c.span);
         slots.push(Slot { flag, address, group });
     }
     let copies: Vec<Copy> = copies.into_iter().map(|(_, c)| c).collect();
-    let commits = new_var(k, "async_commits", ScalarTy::I64, k.span);
+    let commits = k.new_var("async_commits", ScalarTy::I64, k.span);
     let rewrite = Rewrite {
         commits,
         uncommitted: &uncommitted,
@@ -134,44 +142,6 @@ struct Slot {
     /// The number of the commit group the copy joins (the thread's commits
     /// before it).
     group: VarId,
-}
-
-fn new_var(k: &mut Kernel, name: &str, ty: ScalarTy, span: crate::source::Span) -> VarId {
-    let id = VarId(k.vars.len() as u32);
-    k.vars.push(VarInfo {
-        name: name.to_string(),
-        ty,
-        span,
-    });
-    id
-}
-
-fn collect(b: &Block, out: &mut Vec<(*const Stmt, Copy)>) {
-    for s in &b.0 {
-        match &s.kind {
-            StmtKind::Access(a) if a.asynchronous => out.push((
-                s,
-                Copy {
-                    access: a.clone(),
-                    span: s.span,
-                    site: s.site,
-                },
-            )),
-            StmtKind::If {
-                then_block, else_block, ..
-            } => {
-                collect(then_block, out);
-                collect(else_block, out);
-            }
-            StmtKind::Loop(l) => {
-                collect(&l.cond_pre, out);
-                collect(&l.body, out);
-                collect(&l.step, out);
-            }
-            StmtKind::Labeled { body, .. } => collect(body, out),
-            _ => {}
-        }
-    }
 }
 
 /// The copies possibly in flight, each with whether it is surely in a
@@ -250,12 +220,11 @@ impl Walk<'_> {
                 }
                 state
             }
-            StmtKind::Barrier(_) => {
-                self.record(s, &state);
-                self.crossed.extend(state.keys().copied());
-                state
-            }
-            StmtKind::Primitive(p) if p.kind == PrimKind::SyncWarp => {
+            StmtKind::Barrier(_)
+            | StmtKind::Primitive(Primitive {
+                kind: PrimKind::SyncWarp,
+                ..
+            }) => {
                 self.record(s, &state);
                 self.crossed.extend(state.keys().copied());
                 state

@@ -428,7 +428,7 @@ impl<'u> Lowerer<'u> {
         arg: Node<'u>,
         node: Node<'u>,
     ) -> Option<Type> {
-        let (ids, path) = match scope {
+        let (ids, full) = match scope {
             Some(s) => {
                 let path = normalize(self.text(s));
                 let parts: Vec<&str> = path.split("::").collect();
@@ -436,21 +436,16 @@ impl<'u> Lowerer<'u> {
                     Some(scope) => self.index.lookup_in(scope, base, 0),
                     None => Vec::new(),
                 };
-                (ids, Some(path))
+                (ids, format!("{path}::{base}"))
             }
-            None => (self.index.lookup(self.ctx().scope, base), None),
+            None => (self.index.lookup(self.ctx().scope, base), base.to_string()),
         };
         let is_class = |l: &Self, id: &DeclId| l.index.decl(*id).kind == DeclKind::Class;
         if !ids.is_empty() && !ids.iter().all(|id| is_class(self, id)) {
             return None;
         }
-        if ids.is_empty() {
-            let full = path
-                .as_ref()
-                .map_or_else(|| base.to_string(), |p| format!("{p}::{base}"));
-            if !super::builtins::is_library_type(&full) {
-                return None;
-            }
+        if ids.is_empty() && !super::builtins::is_library_type(&full) {
+            return None;
         }
         self.enter_constant();
         let v = self.expr(arg);
@@ -462,7 +457,6 @@ impl<'u> Lowerer<'u> {
         if !ids.is_empty() {
             return self.type_from_decls(&ids, args, node);
         }
-        let full = path.map_or_else(|| base.to_string(), |p| format!("{p}::{base}"));
         self.library_type(&full, args.clone())
             .or_else(|| self.library_type(base, args))
     }

@@ -642,13 +642,7 @@ impl<'u> Lowerer<'u> {
     }
 
     fn new_var(&mut self, name: &str, ty: ScalarTy, span: Span) -> VarId {
-        let id = VarId(self.k.vars.len() as u32);
-        self.k.vars.push(ir::VarInfo {
-            name: name.to_string(),
-            ty,
-            span,
-        });
-        id
+        self.k.new_var(name, ty, span)
     }
 
     fn new_object(&mut self, name: &str, space: Space, kind: ObjectKind, elem: &Type, span: Span) -> ObjectId {

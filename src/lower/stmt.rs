@@ -861,20 +861,13 @@ impl<'u> Lowerer<'u> {
             },
             _ => return false,
         };
-        if !matches!(template.kind_name(), "qualified_identifier" | "identifier") {
-            return false;
-        }
         let (scope, base) = match template.kind_name() {
             "qualified_identifier" => match (template.field("scope"), template.field("name")) {
                 (Some(s), Some(n)) if n.kind_name() == "identifier" => (Some(s), self.text(n).to_string()),
                 _ => return false,
             },
-            _ => {
-                if self.lookup_local(self.text(template)).is_some() {
-                    return false;
-                }
-                (None, self.text(template).to_string())
-            }
+            "identifier" if self.lookup_local(self.text(template)).is_none() => (None, self.text(template).to_string()),
+            _ => return false,
         };
         let Some(ty) = self.class_template_type(scope, &base, arg, template) else {
             return false;
