@@ -105,6 +105,10 @@ pub enum Origin {
     Collective { name: String, operand: Option<Term> },
     /// A variable the loop analysis could not express in the iteration count.
     LoopValue { var: String },
+    /// A choice the model makes per thread (`StmtKind::Choose`): any value,
+    /// and no fact constrains it, so a loop may take a fresh one for an
+    /// earlier iteration's.
+    Choice,
     /// How far a barrier counter (a phase) has advanced since its loop was
     /// entered, where the advance per iteration is not a constant (an inner
     /// loop's trip count): counters never decrease, so it is `≥ 0`.

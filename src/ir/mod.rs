@@ -583,6 +583,12 @@ pub enum StmtKind {
         var: VarId,
         reason: String,
     },
+    /// The boolean variable takes either value, per thread: a choice the
+    /// model makes (which of a copy site's instances to follow), not data,
+    /// so an alarm that depends on it does not depend on the input.
+    Choose {
+        var: VarId,
+    },
     Access(Access),
     Barrier(Barrier),
     Primitive(Primitive),
@@ -685,6 +691,7 @@ impl Stmt {
             StmtKind::Loop(l) => f(&l.cond),
             StmtKind::Assume(e) => f(e),
             StmtKind::Havoc { .. }
+            | StmtKind::Choose { .. }
             | StmtKind::Labeled { .. }
             | StmtKind::Exit { .. }
             | StmtKind::Unknown { .. }
@@ -699,6 +706,12 @@ pub struct VarInfo {
     pub name: String,
     pub ty: ScalarTy,
     pub span: Span,
+    /// A loop that assigns it gives it the value of the iteration that set
+    /// it (`passes::accesses`, `set_earlier`) rather than a fresh one: for
+    /// the model's own state (an asynchronous copy's address and group),
+    /// which must stay exact across a pipeline's iterations. Not for every
+    /// variable: the longer terms cost the solver more than they decide.
+    pub carried: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -798,6 +811,7 @@ impl Kernel {
             name: name.to_string(),
             ty,
             span,
+            carried: false,
         });
         id
     }

@@ -170,6 +170,10 @@ impl Printer<'_> {
                 let text = format!("{} = havoc  // {reason}", k.var_name(*var));
                 self.line(depth, &text);
             }
+            StmtKind::Choose { var } => {
+                let text = format!("{} = choose", k.var_name(*var));
+                self.line(depth, &text);
+            }
             StmtKind::Access(a) => {
                 let obj = k.objects.get(a.object.index()).map_or("?", |o| o.name.as_str());
                 let mut loc = format!("{obj}[+{}:{}]", self.e(&a.offset), self.e(&a.width));

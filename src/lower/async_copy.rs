@@ -16,10 +16,18 @@
 //! Copies complete by commit groups: `cp.async.wait_group n` completes
 //! the groups before the `n` most recent, which each copy's flag follows
 //! through a per-thread count of commits and the count at its issue
-//! (`wait_all` is a commit and a wait for 0). A copy issued again by the
-//! same code while the one before may still be in flight (a pipeline of
-//! several stages) would need a variable per copy in flight: the memory
-//! condition is unknown instead.
+//! (`wait_all` is a commit and a wait for 0).
+//!
+//! A copy issued again by the same code while one issued before may still
+//! be in flight at a barrier (a loop of chunk copies, a pipeline of several
+//! stages) has many instances in flight and one slot. The slot follows one
+//! instance of a per-thread choice: at each issue it either takes the new
+//! instance (address, group) or keeps the one it follows. A race is a pair
+//! of accesses, one instance from each thread, and some choices follow
+//! exactly those two, so the one slot covers every instance; the loop
+//! analysis keeps the slot's values as those of the iteration that set
+//! them (`VarInfo::carried`). Such a slot is in flight while its group is
+//! not below `commits - n` of the latest `wait_group n`.
 //!
 //! A thread that returns from the kernel with a copy in flight has it land
 //! while the others go on past barriers it never reaches: that `return`
@@ -68,23 +76,12 @@ pub fn lower_in_flight(k: &mut Kernel) {
     };
     walk.block(&k.body, InFlight::new());
     let (at, returns, uncommitted) = (walk.at, walk.returns, walk.uncommitted);
+    // Issued again while one issued before may be in flight at a barrier
+    // (a pipeline of several stages, a loop of copies before a barrier):
+    // the site follows one instance of its choice (see `Slot::take`).
     // Issued again without crossing a barrier in flight (a loop of copies
-    // before one wait): the issue's place is exact for every one of them.
+    // before one wait), the issue's place is exact for every one of them.
     let reissued: BTreeSet<usize> = walk.reissued.intersection(&walk.crossed).copied().collect();
-    for &c in &reissued {
-        let copy = &copies[c].1;
-        let unknown = Unknown {
-            reason: "an asynchronous copy (`cp.async`) issued again while the one issued before by this code may \
-                     still be in flight (a pipeline of several stages): not modelled"
-                .into(),
-            span: copy.span,
-            site: copy.site,
-        };
-        // A copy's read and write share their issue's place: one report.
-        if !k.memory_unknowns.contains(&unknown) {
-            k.memory_unknowns.push(unknown);
-        }
-    }
     for (span, site) in returns {
         k.memory_unknowns.push(Unknown {
             reason: "the thread may return with an asynchronous copy (`cp.async`) in flight, which lands while \
@@ -96,18 +93,31 @@ pub fn lower_in_flight(k: &mut Kernel) {
     }
     // Each copy's flag and the address its issue computed.
     let mut slots: Vec<Slot> = Vec::new();
-    for (_, c) in &copies {
+    for (i, (_, c)) in copies.iter().enumerate() {
         let flag = k.new_var("in_flight", ScalarTy::Bool, c.span);
         let address = (!c.access.offset.is_const()).then(|| k.new_var("in_flight_at", ScalarTy::I64, c.span));
         let group = k.new_var("in_flight_group", ScalarTy::I64, c.span);
-        slots.push(Slot { flag, address, group });
+        let take = reissued
+            .contains(&i)
+            .then(|| k.new_var("in_flight_followed", ScalarTy::Bool, c.span));
+        for v in address.iter().chain([&group]).filter(|_| take.is_some()) {
+            k.vars[v.index()].carried = true;
+        }
+        slots.push(Slot {
+            flag,
+            address,
+            group,
+            take,
+        });
     }
     let copies: Vec<Copy> = copies.into_iter().map(|(_, c)| c).collect();
     let commits = k.new_var("async_commits", ScalarTy::I64, k.span);
+    let done_below = k.new_var("async_done_below", ScalarTy::I64, k.span);
+    k.vars[done_below.index()].carried = true;
     let rewrite = Rewrite {
         commits,
+        done_below: (!reissued.is_empty()).then_some(done_below),
         uncommitted: &uncommitted,
-        reissued: &reissued,
         index: &index,
         at: &at,
         slots: &slots,
@@ -117,8 +127,14 @@ pub fn lower_in_flight(k: &mut Kernel) {
     if let Some(first) = k.body.0.first() {
         let clear: Vec<Stmt> = slots
             .iter()
-            .map(|slot| Rewrite::assign(first, slot.flag, Expr::Bool(false)))
-            .chain([Rewrite::assign(first, commits, Expr::int(0, ScalarTy::I64))])
+            .map(|slot| match slot.take {
+                Some(_) => Rewrite::assign(first, slot.group, Expr::int(NO_GROUP, ScalarTy::I64)),
+                None => Rewrite::assign(first, slot.flag, Expr::Bool(false)),
+            })
+            .chain([
+                Rewrite::assign(first, commits, Expr::int(0, ScalarTy::I64)),
+                Rewrite::assign(first, done_below, Expr::int(NONE_DONE, ScalarTy::I64)),
+            ])
             .collect();
         body.0.splice(0..0, clear);
     }
@@ -142,7 +158,21 @@ struct Slot {
     /// The number of the commit group the copy joins (the thread's commits
     /// before it).
     group: VarId,
+    /// For a site issued again while an instance issued before may be in
+    /// flight at a barrier: the choice, at each issue, whether the slot
+    /// follows this instance (address and group) or keeps the one it
+    /// follows. A race is a pair of accesses, one instance per thread, and
+    /// some choices follow exactly that instance, so one slot covers them
+    /// all. Such a site is in flight while its group is at or above
+    /// `async_done_below` (`NO_GROUP`: none followed), not by `flag`.
+    take: Option<VarId>,
 }
+
+/// The group of a followed site with no instance in flight (below any wait's
+/// `commits - n`).
+const NO_GROUP: i128 = -(1 << 48);
+/// `async_done_below` before any wait: no group has completed.
+const NONE_DONE: i128 = -(1 << 47);
 
 /// The copies possibly in flight, each with whether it is surely in a
 /// committed group (a wait completes only committed groups).
@@ -239,7 +269,10 @@ impl Walk<'_> {
             StmtKind::Labeled { label, body } => {
                 let out = self.block(body, state);
                 let exits = self.take(*label, false);
-                join(out, exits)
+                // `continue` leaves a labelled block too: an unrolled
+                // iteration (`for (x : {a, b})`).
+                let continued = self.take(*label, true);
+                join(join(out, exits), continued)
             }
             StmtKind::Exit { label, kind } => {
                 if *label == self.exit_label && !state.is_empty() && !self.returns.contains(&(s.span, s.site)) {
@@ -283,10 +316,13 @@ impl Walk<'_> {
 struct Rewrite<'a> {
     /// The thread's commits so far.
     commits: VarId,
+    /// The groups below it have completed (`commits - n` at the latest
+    /// `wait_group n`, which under-approximates the completed groups when a
+    /// later wait leaves more groups than an earlier one), where a site
+    /// follows one instance of its choice.
+    done_below: Option<VarId>,
     /// See [`Walk::uncommitted`].
     uncommitted: &'a HashMap<*const Stmt, BTreeSet<usize>>,
-    /// See [`Walk::reissued`]: not emitted again (an `Unknown` instead).
-    reissued: &'a BTreeSet<usize>,
     index: &'a HashMap<*const Stmt, usize>,
     at: &'a HashMap<*const Stmt, BTreeSet<usize>>,
     slots: &'a [Slot],
@@ -315,11 +351,31 @@ impl Rewrite<'_> {
         match &s.kind {
             StmtKind::Access(a) if a.asynchronous => {
                 let slot = self.slots[self.index[&key]];
+                let mut follow = Vec::new();
                 if let Some(v) = slot.address {
-                    out.push(Self::assign(s, v, a.offset.clone()));
+                    follow.push(Self::assign(s, v, a.offset.clone()));
                 }
-                out.push(Self::assign(s, slot.group, Expr::Var(self.commits)));
-                out.push(Self::assign(s, slot.flag, Expr::Bool(true)));
+                follow.push(Self::assign(s, slot.group, Expr::Var(self.commits)));
+                match slot.take {
+                    Some(take) => {
+                        out.push(Stmt {
+                            kind: StmtKind::Choose { var: take },
+                            ..s.clone()
+                        });
+                        out.push(Stmt {
+                            kind: StmtKind::If {
+                                cond: Expr::Var(take),
+                                then_block: Block(follow),
+                                else_block: Block::default(),
+                            },
+                            ..s.clone()
+                        });
+                    }
+                    None => {
+                        out.extend(follow);
+                        out.push(Self::assign(s, slot.flag, Expr::Bool(true)));
+                    }
+                }
                 out.push(s.clone());
             }
             StmtKind::AsyncCommit => {
@@ -343,6 +399,9 @@ impl Rewrite<'_> {
                     Expr::Var(self.commits),
                     Expr::int(*groups_left as i128, ScalarTy::I64),
                 );
+                if let Some(done) = self.done_below {
+                    out.push(Self::assign(s, done, oldest_left.clone()));
+                }
                 let unsure = self.uncommitted.get(&key);
                 for &c in self.at.get(&key).into_iter().flatten() {
                     let slot = self.slots[c];
@@ -350,7 +409,20 @@ impl Rewrite<'_> {
                     // left, is done (said directly: a loop's rounds make
                     // the counters symbolic).
                     if *groups_left == 0 && !unsure.is_some_and(|u| u.contains(&c)) {
-                        out.push(Self::assign(s, slot.flag, Expr::Bool(false)));
+                        match slot.take {
+                            // The address too, so that a loop sees both
+                            // set together (`passes::accesses`, set_earlier).
+                            Some(_) => {
+                                out.push(Self::assign(s, slot.group, Expr::int(NO_GROUP, ScalarTy::I64)));
+                                if let Some(v) = slot.address {
+                                    out.push(Self::assign(s, v, Expr::int(0, ScalarTy::I64)));
+                                }
+                            }
+                            None => out.push(Self::assign(s, slot.flag, Expr::Bool(false))),
+                        }
+                        continue;
+                    }
+                    if slot.take.is_some() {
                         continue;
                     }
                     let left = fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), oldest_left.clone());
@@ -361,9 +433,7 @@ impl Rewrite<'_> {
             StmtKind::Barrier(_) | StmtKind::Primitive(_) => {
                 out.push(s.clone());
                 for &c in self.at.get(&key).into_iter().flatten() {
-                    if !self.reissued.contains(&c) {
-                        out.push(self.landing(c));
-                    }
+                    out.push(self.landing(c));
                 }
             }
             StmtKind::If {
@@ -417,9 +487,13 @@ impl Rewrite<'_> {
             result: None,
             ..copy.access.clone()
         };
+        let in_flight = match (slot.take, self.done_below) {
+            (Some(_), Some(done)) => fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), Expr::Var(done)),
+            _ => Expr::Var(slot.flag),
+        };
         Stmt {
             kind: StmtKind::If {
-                cond: Expr::Var(slot.flag),
+                cond: in_flight,
                 then_block: Block(vec![Stmt {
                     kind: StmtKind::Access(access),
                     span: copy.span,

@@ -561,7 +561,7 @@ impl<'u> Lowerer<'u> {
                     std::rc::Rc::make_mut(&mut self.known).remove(var);
                 }
             }
-            StmtKind::Havoc { var, .. } => {
+            StmtKind::Havoc { var, .. } | StmtKind::Choose { var } => {
                 std::rc::Rc::make_mut(&mut self.known).remove(var);
             }
             StmtKind::If { .. } | StmtKind::Loop(_) | StmtKind::Labeled { .. } => {
@@ -575,7 +575,9 @@ impl<'u> Lowerer<'u> {
                     site: self.k.span,
                 }]);
                 block.walk(&mut |s| match &s.kind {
-                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => assigned.push(*var),
+                    StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } | StmtKind::Choose { var } => {
+                        assigned.push(*var)
+                    }
                     _ => {}
                 });
                 for v in assigned {

@@ -42,6 +42,21 @@ const PHASE_TY: ScalarTy = ScalarTy::I64;
 /// Loop counters: `0 ≤ k < 2^31` (an assumption shown in `grammar/SUBSET.md`).
 pub const COUNTER_TY: ScalarTy = ScalarTy::I64;
 
+/// A symbol's name without the `#id` that [`Exec::new_symbol`] appends.
+fn base_name(name: &str) -> String {
+    name.split('#').next().unwrap_or(name).to_string()
+}
+
+/// The choices a loop's values set in an earlier iteration share (see
+/// `Exec::set_earlier`): for the previous iteration, the free choices taken
+/// afresh; under each list of conditions (by term), whether and in which
+/// iteration they were set, with the free choices taken afresh for it.
+#[derive(Default)]
+struct Earlier {
+    previous: HashMap<SymbolId, Term>,
+    chosen: HashMap<Vec<u32>, (Term, Term, HashMap<SymbolId, Term>)>,
+}
+
 /// How much of the model existed when a loop started: what its closing rewrites.
 struct Marks {
     records: usize,
@@ -95,6 +110,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[crate::ir::LaunchFact], l
         loops: Vec::new(),
         parked: Default::default(),
         fits: Vec::new(),
+        chosen: HashMap::default(),
     };
     let t = &mut exec.model.terms;
     let zero = t.int(0, PHASE_TY);
@@ -147,8 +163,15 @@ struct Exec<'k> {
     loops: Vec<SymbolId>,
     /// States waiting at a label: (label, is a `continue`).
     parked: std::collections::BTreeMap<(LabelId, bool), Vec<State>>,
-    /// Facts of the loop being closed: its signed counters fit their type.
+    /// Facts of the loop being closed: its signed counters fit their type,
+    /// and its values set in an earlier iteration were set in one.
     fits: Vec<Term>,
+    /// Each choice of a value set in an earlier iteration (`set_earlier`),
+    /// by either of its symbols: whether it was set, in which iteration, and
+    /// the fact relating them (after the loop that made it has closed, at
+    /// its exit), so that an enclosing loop can take it afresh for an
+    /// earlier iteration of its own.
+    chosen: HashMap<SymbolId, (Term, Term, Term)>,
 }
 
 /// Objects no statement of `kernel` writes: neither an access to them nor a
@@ -301,6 +324,9 @@ impl<'k> Exec<'k> {
             StmtKind::Havoc { var, reason } => {
                 let origin = Origin::Input { reason: reason.clone() };
                 self.bind_fresh(st, *var, Scope::Thread, origin, s.span);
+            }
+            StmtKind::Choose { var } => {
+                self.bind_fresh(st, *var, Scope::Thread, Origin::Choice, s.span);
             }
             StmtKind::Access(a) => self.access(st, a, s),
             StmtKind::Barrier(b) => {
@@ -876,7 +902,7 @@ impl<'k> Exec<'k> {
         let mut slots = HashSet::default();
         let (mut block_barrier, mut warp_barrier) = (false, false);
         let mut visit = |s: &Stmt| match &s.kind {
-            StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } => {
+            StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } | StmtKind::Choose { var } => {
                 slots.insert(var.index());
             }
             StmtKind::Access(a) => {
@@ -1021,6 +1047,41 @@ impl<'k> Exec<'k> {
                     fresh_slots.push(slot);
                 }
             }
+            // Values set in an earlier iteration (`prev = x`, `if (c) last = i`).
+            let forms = closed.clone();
+            let mut earlier = Earlier::default();
+            let mut left = Vec::new();
+            for slot in std::mem::take(&mut fresh_slots) {
+                let ph = placeholders[&slot];
+                let end = st.vars[slot].clone().expect("assigned in the loop");
+                let end = self.model.terms.substitute(&end, &invariant, &mut HashMap::default());
+                let found = self
+                    .kernel
+                    .vars
+                    .get(slot)
+                    .is_some_and(|v| v.carried)
+                    .then(|| {
+                        self.set_earlier(
+                            &end,
+                            ph,
+                            &entry[&slot],
+                            &k,
+                            sym_mark,
+                            &forms,
+                            &mut earlier,
+                            slot,
+                            s.span,
+                        )
+                    })
+                    .flatten();
+                match found {
+                    Some(form) => {
+                        closed.insert(ph, form);
+                    }
+                    None => left.push(slot),
+                }
+            }
+            fresh_slots = left;
             // A trip count fixed by constants (`for (i = 0; i < 4; ++i)`):
             // a phase whose advance per iteration is a constant is exact in
             // every iteration (`phase_by_iteration`).
@@ -1242,6 +1303,16 @@ impl<'k> Exec<'k> {
                 };
                 let t = self.new_symbol(format!("{name}@exit"), self.slot_ty(slot), sc, origin, s.span);
                 at_exit.insert(f, t);
+            }
+        }
+        // The choices made in the loop, as they stand at its exit.
+        for (b, _, fact) in self.chosen.values_mut() {
+            if matches!(b.kind, TermKind::Symbol(id) if id.index() >= sym_mark) {
+                let closed_fact = self.model.terms.substitute(fact, &closed, &mut HashMap::default());
+                *fact = self
+                    .model
+                    .terms
+                    .substitute(&closed_fact, &at_exit, &mut HashMap::default());
             }
         }
         let mut memo = HashMap::default();
@@ -1562,6 +1633,191 @@ impl<'k> Exec<'k> {
             _ => return None,
         };
         Some(self.model.terms.cast(var_ty, form))
+    }
+
+    /// A value last set in an earlier iteration. `end`, the value at the
+    /// end of an iteration, is `e`, or `c ? e : x` (conditions nested) with
+    /// `x` the value at the iteration's top, where `e` is a function of the
+    /// iteration: of the counter, of values with closed forms (`forms`),
+    /// of invariants and of free choices (`Origin::Choice`, taken afresh for
+    /// the earlier iteration). At the top of iteration `k` the value is then
+    /// the entry value (`k = 0`) or `e` of iteration `k-1`; under a
+    /// condition, the entry value or `e` of some iteration `j < k` in which
+    /// the condition held (`b ⇒ 0 ≤ j < k ∧ c(j)`, a fact of the loop).
+    /// `b` and `j` are per-thread choices shared by the variables set under
+    /// the same conditions, so values set together stay together (an
+    /// asynchronous copy's address and commit group: `lower::async_copy`).
+    /// The condition's parts that are not functions of the iteration are
+    /// left out of the fact: `j` then ranges over more iterations, which
+    /// over-approximates.
+    #[allow(clippy::too_many_arguments)]
+    fn set_earlier(
+        &mut self,
+        end: &Term,
+        ph: SymbolId,
+        entry: &Term,
+        k: &Term,
+        sym_mark: usize,
+        forms: &HashMap<SymbolId, Term>,
+        earlier: &mut Earlier,
+        slot: usize,
+        span: Span,
+    ) -> Option<Term> {
+        let TermKind::Symbol(k_id) = k.kind else { return None };
+        let ph_term = self.model.terms.symbol(ph, self.slot_ty(slot));
+        let mentions_ph = |t: &Term| {
+            crate::ir::term::mentions(
+                t,
+                &mut |kind| matches!(kind, TermKind::Symbol(x) if *x == ph),
+                &mut HashSet::default(),
+            )
+        };
+        let mut conds = Vec::new();
+        let mut e = end.clone();
+        while mentions_ph(&e) {
+            let TermKind::Select(c, a, b) = &e.kind else {
+                return None;
+            };
+            if mentions_ph(c) {
+                return None;
+            }
+            let (c, a, b) = (c.clone(), a.clone(), b.clone());
+            if b.id == ph_term.id {
+                conds.push(c);
+                e = a;
+            } else if a.id == ph_term.id {
+                let nc = self.model.terms.not(c);
+                conds.push(nc);
+                e = b;
+            } else {
+                return None;
+            }
+        }
+        if conds.is_empty() {
+            let t = &mut self.model.terms;
+            let one = t.int(1, COUNTER_TY);
+            let before = t.binary(BinOp::Sub, COUNTER_TY, k.clone(), one);
+            let previous = self.shift(&e, k_id, &before, sym_mark, forms, &mut earlier.previous)?;
+            let t = &mut self.model.terms;
+            let zero = t.int(0, COUNTER_TY);
+            let first = t.binary(BinOp::Eq, COUNTER_TY, k.clone(), zero);
+            return Some(t.select(first, entry.clone(), previous));
+        }
+        let key: Vec<u32> = conds.iter().map(|c| c.id).collect();
+        if !earlier.chosen.contains_key(&key) {
+            let name = self.slot_name(slot);
+            let origin = Origin::LoopValue {
+                var: format!("the iteration that set {name}"),
+            };
+            self.loops.push(k_id);
+            let b = self.new_symbol(
+                format!("{name}.set"),
+                ScalarTy::Bool,
+                Scope::Thread,
+                origin.clone(),
+                span,
+            );
+            let j = self.new_symbol(format!("{name}.set_in"), COUNTER_TY, Scope::Thread, origin, span);
+            self.loops.pop();
+            let mut fresh = HashMap::default();
+            let mut facts = Vec::new();
+            {
+                let t = &mut self.model.terms;
+                let zero = t.int(0, COUNTER_TY);
+                facts.push(t.binary(BinOp::Le, COUNTER_TY, zero, j.clone()));
+                facts.push(t.binary(BinOp::Lt, COUNTER_TY, j.clone(), k.clone()));
+            }
+            for c in &conds {
+                if let Some(held) = self.shift(c, k_id, &j, sym_mark, forms, &mut fresh) {
+                    facts.push(held);
+                }
+            }
+            let t = &mut self.model.terms;
+            let all = t.and_all(facts);
+            let nb = t.not(b.clone());
+            let fact = t.or(nb, all);
+            self.fits.push(fact.clone());
+            self.remember_choice(&b, &j, fact);
+            earlier.chosen.insert(key.clone(), (b, j, fresh));
+        }
+        let (b, j, mut fresh) = earlier.chosen.remove(&key).expect("made above");
+        let then = self.shift(&e, k_id, &j, sym_mark, forms, &mut fresh);
+        earlier.chosen.insert(key, (b.clone(), j, fresh));
+        Some(self.model.terms.select(b, then?, entry.clone()))
+    }
+
+    /// `t` (a function of the iteration `k`, see [`Self::set_earlier`]) in
+    /// iteration `at`; `fresh` keeps the choices taken afresh for it.
+    fn shift(
+        &mut self,
+        t: &Term,
+        k: SymbolId,
+        at: &Term,
+        sym_mark: usize,
+        forms: &HashMap<SymbolId, Term>,
+        fresh: &mut HashMap<SymbolId, Term>,
+    ) -> Option<Term> {
+        let mut symbols = Vec::new();
+        crate::ir::term::symbols_of(t, &mut symbols, &mut HashSet::default());
+        let mut map: HashMap<SymbolId, Term> = HashMap::default();
+        let to_at: HashMap<SymbolId, Term> = [(k, at.clone())].into_iter().collect();
+        for s in symbols {
+            if s.index() < sym_mark {
+                continue;
+            }
+            let value = if let Some(f) = fresh.get(&s) {
+                f.clone()
+            } else if s == k {
+                at.clone()
+            } else if let Some((b, j, fact)) = self.chosen.get(&s).cloned() {
+                // An inner loop's choice: taken afresh, with its fact.
+                let (TermKind::Symbol(b_id), TermKind::Symbol(j_id)) = (&b.kind, &j.kind) else {
+                    return None;
+                };
+                let (b_info, j_info) = (self.model.symbol(*b_id).clone(), self.model.symbol(*j_id).clone());
+                self.loops.push(k);
+                let b2 = self.new_symbol(
+                    base_name(&b_info.name),
+                    b_info.ty,
+                    b_info.scope,
+                    b_info.origin,
+                    b_info.span,
+                );
+                let j2 = self.new_symbol(
+                    base_name(&j_info.name),
+                    j_info.ty,
+                    j_info.scope,
+                    j_info.origin,
+                    j_info.span,
+                );
+                self.loops.pop();
+                fresh.insert(*b_id, b2.clone());
+                fresh.insert(*j_id, j2.clone());
+                let fact = self.shift(&fact, k, at, sym_mark, forms, fresh)?;
+                self.fits.push(fact.clone());
+                self.remember_choice(&b2, &j2, fact);
+                fresh[&s].clone()
+            } else if let Some(form) = forms.get(&s) {
+                self.model.terms.substitute(form, &to_at, &mut HashMap::default())
+            } else if matches!(self.model.symbol(s).origin, Origin::Choice) {
+                let info = self.model.symbol(s).clone();
+                let f = self.new_symbol(base_name(&info.name), info.ty, info.scope, Origin::Choice, info.span);
+                fresh.insert(s, f.clone());
+                f
+            } else {
+                return None;
+            };
+            map.insert(s, value);
+        }
+        Some(self.model.terms.substitute(t, &map, &mut HashMap::default()))
+    }
+
+    fn remember_choice(&mut self, b: &Term, j: &Term, fact: Term) {
+        for t in [b, j] {
+            if let TermKind::Symbol(id) = t.kind {
+                self.chosen.insert(id, (b.clone(), j.clone(), fact.clone()));
+            }
+        }
     }
 
     fn rewrite_state(&mut self, st: &mut State, map: &HashMap<SymbolId, Term>, memo: &mut HashMap<u32, Term>) {
