@@ -210,8 +210,11 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     fn block(&mut self, b: &Block, mut state: InFlight) -> InFlight {
-        for s in &b.0 {
-            state = self.stmt(s, state);
+        for (i, s) in b.0.iter().enumerate() {
+            state = match &s.kind {
+                StmtKind::Loop(l) => self.run_loop(l, state, surely_entered(&b.0[..i], l)),
+                _ => self.stmt(s, state),
+            };
         }
         state
     }
@@ -283,31 +286,75 @@ impl Walk<'_> {
                 self.exits.insert(key, join(before, state));
                 InFlight::new()
             }
-            StmtKind::Loop(l) => {
-                // The head's state: the entry's joined with the state after
-                // each iteration, to a fixpoint (copies only join, and
-                // only lose the certainty of being committed).
-                let mut head = state;
-                let mut out = InFlight::new();
-                loop {
-                    let tested = self.block(&l.cond_pre, head.clone());
-                    let body = self.block(&l.body, tested.clone());
-                    let continued = self.take(l.label, true);
-                    let stepped = self.block(&l.step, join(body, continued));
-                    let tested_after = self.block(&l.cond_pre, stepped.clone());
-                    out = join(join(out, tested), tested_after);
-                    let next = join(head.clone(), stepped);
-                    if next == head {
-                        break;
-                    }
-                    head = next;
-                }
-                let broken = self.take(l.label, false);
-                join(out, broken)
-            }
+            StmtKind::Loop(l) => self.run_loop(l, state, false),
             _ => state,
         }
     }
+}
+
+impl Walk<'_> {
+    /// The state after loop `l`; `entered`: its first test surely holds, so
+    /// no thread leaves before an iteration (a loop of constant bounds: its
+    /// copies and waits are not skipped).
+    fn run_loop(&mut self, l: &Loop, state: InFlight, entered: bool) -> InFlight {
+        // The head's state: the entry's joined with the state after each
+        // iteration, to a fixpoint (copies only join, and only lose the
+        // certainty of being committed).
+        let mut head = state;
+        let mut out = InFlight::new();
+        // A `do`-`while` loop tests after its body only.
+        let leaves_at_top = l.test_first && !entered;
+        loop {
+            let tested = self.block(&l.cond_pre, head.clone());
+            let body = self.block(&l.body, tested.clone());
+            let continued = self.take(l.label, true);
+            let stepped = self.block(&l.step, join(body, continued));
+            let tested_after = self.block(&l.cond_pre, stepped.clone());
+            if leaves_at_top {
+                out = join(out, tested);
+            }
+            out = join(out, tested_after);
+            let next = join(head.clone(), stepped);
+            if next == head {
+                break;
+            }
+            head = next;
+        }
+        let broken = self.take(l.label, false);
+        join(out, broken)
+    }
+}
+
+/// Whether loop `l`'s first test surely holds: its condition is a constant
+/// given the constants the statements just before it assign
+/// (`i = 0; while (i < 4)`).
+fn surely_entered(before: &[Stmt], l: &Loop) -> bool {
+    if !l.test_first || !l.cond_pre.0.is_empty() {
+        return false;
+    }
+    // The last assignment of each variable (a constant or not).
+    let mut last: HashMap<VarId, Option<Expr>> = HashMap::default();
+    for s in before.iter().rev() {
+        let StmtKind::Assign { var, value } = &s.kind else {
+            break;
+        };
+        last.entry(*var)
+            .or_insert_with(|| value.is_const().then(|| value.clone()));
+    }
+    constant(&l.cond, &last).and_then(|c| c.as_bool()) == Some(true)
+}
+
+/// `e`'s value where it is a constant given the values `known`.
+fn constant(e: &Expr, known: &HashMap<VarId, Option<Expr>>) -> Option<Expr> {
+    let c = match e {
+        Expr::Int(..) | Expr::Bool(_) => e.clone(),
+        Expr::Var(v) => known.get(v)?.clone()?,
+        Expr::Cast(ty, a) => fold::cast(*ty, constant(a, known)?),
+        Expr::Unary(op, ty, a) => fold::unary(*op, *ty, constant(a, known)?),
+        Expr::Binary(op, ty, a, b) => fold::binary(*op, *ty, constant(a, known)?, constant(b, known)?),
+        _ => return None,
+    };
+    c.is_const().then_some(c)
 }
 
 /// The body again with each copy's issue saving its address and setting its
@@ -504,5 +551,58 @@ impl Rewrite<'_> {
             span: copy.span,
             site: copy.site,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{FileId, Span};
+
+    fn stmt(kind: StmtKind) -> Stmt {
+        let span = Span::new(FileId(0), 0, 0);
+        Stmt { kind, span, site: span }
+    }
+
+    fn assign(v: u32, value: Expr) -> Stmt {
+        stmt(StmtKind::Assign { var: VarId(v), value })
+    }
+
+    /// `while (v0 < 4)`.
+    fn below_four() -> Loop {
+        Loop {
+            label: LabelId(1),
+            test_first: true,
+            cond_pre: Block::default(),
+            cond: Expr::Binary(
+                BinOp::Lt,
+                ScalarTy::I32,
+                Box::new(Expr::Var(VarId(0))),
+                Box::new(Expr::int(4, ScalarTy::I32)),
+            ),
+            body: Block::default(),
+            step: Block::default(),
+        }
+    }
+
+    #[test]
+    fn a_loop_is_surely_entered_only_from_the_last_constant_its_variable_got() {
+        let zero = Expr::int(0, ScalarTy::I32);
+        let l = below_four();
+        assert!(surely_entered(&[assign(0, zero.clone())], &l));
+        // A later assignment that is not a constant hides the constant.
+        let later = [assign(0, zero.clone()), assign(0, Expr::Param(0))];
+        assert!(!surely_entered(&later, &l));
+        // The constant does not satisfy the test.
+        assert!(!surely_entered(&[assign(0, Expr::int(9, ScalarTy::I32))], &l));
+        // Anything else between the assignment and the loop ends the search.
+        let barrier_between = [assign(0, zero.clone()), stmt(StmtKind::AsyncCommit)];
+        assert!(!surely_entered(&barrier_between, &l));
+        // A `do`-`while` loop leaves after its body anyway.
+        let do_while = Loop {
+            test_first: false,
+            ..below_four()
+        };
+        assert!(!surely_entered(&[assign(0, zero)], &do_while));
     }
 }
