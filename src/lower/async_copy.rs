@@ -29,6 +29,11 @@
 //! them (`VarInfo::carried`). Such a slot is in flight while its group is
 //! not below `commits - n` of the latest `wait_group n`.
 //!
+//! The walk keeps apart paths that took opposite arms of branches only
+//! template arguments decide (`if (kStages > 1)` where the kernel is
+//! checked with `kStages` symbolic): a copy issued under a condition and
+//! waited for under the same one is never in flight past the wait.
+//!
 //! A thread that returns from the kernel with a copy in flight has it land
 //! while the others go on past barriers it never reaches: that `return`
 //! makes the kernel's memory verdict unknown. (A copy in flight when every
@@ -68,13 +73,14 @@ pub fn lower_in_flight(k: &mut Kernel) {
         exit_label: k.exit_label,
         index: &index,
         exits: HashMap::default(),
+        limit: MAX_GROUPS,
         at: HashMap::default(),
         returns: Vec::new(),
         reissued: BTreeSet::new(),
         crossed: BTreeSet::new(),
         uncommitted: HashMap::default(),
     };
-    walk.block(&k.body, InFlight::new());
+    walk.block(&k.body, Paths::start());
     let (at, returns, uncommitted) = (walk.at, walk.returns, walk.uncommitted);
     // Issued again while one issued before may be in flight at a barrier
     // (a pipeline of several stages, a loop of copies before a barrier):
@@ -179,11 +185,120 @@ const NONE_DONE: i128 = -(1 << 47);
 type InFlight = BTreeMap<usize, bool>;
 
 /// The copies in flight on either of two paths (committed if on both).
-fn join(mut a: InFlight, b: InFlight) -> InFlight {
+fn join_copies(mut a: InFlight, b: InFlight) -> InFlight {
     for (c, committed) in b {
         a.entry(c).and_modify(|x| *x &= committed).or_insert(committed);
     }
     a
+}
+
+/// Outcomes of branches whose condition only template arguments decide
+/// (`if constexpr (stages > 1)` in a lowering with symbolic arguments): the
+/// same in every branch on it, so the walk keeps paths that took opposite
+/// ones apart (a copy issued under `stages > 1` is waited for under
+/// `stages > 1`, not skipped by the `stages <= 1` arm of the next branch).
+type Valuation = Vec<(Expr, bool)>;
+
+/// The walk's state: the paths that reach a point, grouped by the copies
+/// they have in flight, each group with the template-decided outcomes all
+/// its paths share. No group: no path reaches here.
+#[derive(Clone, Debug, Default)]
+struct Paths(Vec<(Valuation, InFlight)>);
+
+/// Most groups a state keeps before they are joined into one.
+const MAX_GROUPS: usize = 16;
+
+impl Paths {
+    fn start() -> Paths {
+        Paths(vec![(Valuation::new(), InFlight::new())])
+    }
+
+    fn copies(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.0
+            .iter()
+            .flat_map(|(_, f)| f.iter().map(|(&c, &committed)| (c, committed)))
+    }
+
+    fn has_copies(&self) -> bool {
+        self.0.iter().any(|(_, f)| !f.is_empty())
+    }
+
+    /// Paths that take the branch whose condition is `atom == value`.
+    fn assume(&self, atom: &Expr, value: bool) -> Paths {
+        let mut out = Vec::new();
+        for (v, f) in &self.0 {
+            match v.iter().find(|(a, _)| a == atom) {
+                Some((_, b)) if *b != value => {}
+                Some(_) => out.push((v.clone(), f.clone())),
+                None => {
+                    let mut v = v.clone();
+                    v.push((atom.clone(), value));
+                    out.push((v, f.clone()));
+                }
+            }
+        }
+        Paths(out)
+    }
+
+    /// The paths of either state, groups with the same copies in flight
+    /// merged (keeping the outcomes both share); past `limit` groups, one.
+    fn join(mut self, other: Paths, limit: usize) -> Paths {
+        for (v, f) in other.0 {
+            match self.0.iter_mut().find(|(_, g)| *g == f) {
+                Some((w, _)) => w.retain(|x| v.contains(x)),
+                None => self.0.push((v, f)),
+            }
+        }
+        if self.0.len() > limit {
+            let mut groups = std::mem::take(&mut self.0).into_iter();
+            let (mut v, mut f) = groups.next().expect("more than the limit");
+            for (w, g) in groups {
+                v.retain(|x| w.contains(x));
+                f = join_copies(f, g);
+            }
+            self.0.push((v, f));
+        }
+        self
+    }
+
+    /// The same paths (groups in any order).
+    fn same(&self, other: &Paths) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().all(|g| other.0.contains(g))
+    }
+}
+
+/// `cond` as an outcome of template arguments only: the atom (comparisons
+/// in one direction: `a <= b` is `!(a > b)`) and the value it must have.
+fn template_atom(cond: &Expr) -> Option<(Expr, bool)> {
+    fn decided(e: &Expr) -> bool {
+        match e {
+            Expr::Int(..) | Expr::Bool(_) | Expr::Sym(_) => true,
+            Expr::Unary(_, _, a) | Expr::Cast(_, a) => decided(a),
+            Expr::Binary(_, _, a, b) => decided(a) && decided(b),
+            Expr::Select(c, a, b) => decided(c) && decided(a) && decided(b),
+            _ => false,
+        }
+    }
+    fn mentions_sym(e: &Expr) -> bool {
+        match e {
+            Expr::Sym(_) => true,
+            Expr::Unary(_, _, a) | Expr::Cast(_, a) => mentions_sym(a),
+            Expr::Binary(_, _, a, b) => mentions_sym(a) || mentions_sym(b),
+            Expr::Select(c, a, b) => mentions_sym(c) || mentions_sym(a) || mentions_sym(b),
+            _ => false,
+        }
+    }
+    if !decided(cond) || !mentions_sym(cond) {
+        return None;
+    }
+    match cond {
+        Expr::Unary(crate::ir::UnOp::Not, _, a) => template_atom(a).map(|(atom, v)| (atom, !v)),
+        Expr::Binary(op @ (BinOp::Le | BinOp::Ge | BinOp::Ne), ty, a, b) => {
+            let flipped = op.negated()?;
+            Some((Expr::Binary(flipped, *ty, a.clone(), b.clone()), false))
+        }
+        _ => Some((cond.clone(), true)),
+    }
 }
 
 /// A forward walk whose state is the set of copies possibly in flight.
@@ -192,7 +307,10 @@ struct Walk<'a> {
     index: &'a HashMap<*const Stmt, usize>,
     /// The state at each label (`true`: a loop's `continue`), joined over
     /// the exits that reach it.
-    exits: HashMap<(LabelId, bool), InFlight>,
+    exits: HashMap<(LabelId, bool), Paths>,
+    /// Most groups a state keeps ([`MAX_GROUPS`]; 1 once a loop's rounds
+    /// did not settle with more).
+    limit: usize,
     /// The copies in flight at each barrier and wait, joined over every
     /// time the walk passes it.
     at: HashMap<*const Stmt, BTreeSet<usize>>,
@@ -209,7 +327,11 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn block(&mut self, b: &Block, mut state: InFlight) -> InFlight {
+    fn join(&self, a: Paths, b: Paths) -> Paths {
+        a.join(b, self.limit)
+    }
+
+    fn block(&mut self, b: &Block, mut state: Paths) -> Paths {
         for (i, s) in b.0.iter().enumerate() {
             state = match &s.kind {
                 StmtKind::Loop(l) => self.run_loop(l, state, surely_entered(&b.0[..i], l)),
@@ -219,39 +341,46 @@ impl Walk<'_> {
         state
     }
 
-    fn record(&mut self, s: &Stmt, state: &InFlight) {
+    fn record(&mut self, s: &Stmt, state: &Paths) {
         self.at
             .entry(s as *const Stmt)
             .or_default()
-            .extend(state.keys().copied());
+            .extend(state.copies().map(|(c, _)| c));
     }
 
-    fn take(&mut self, label: LabelId, cont: bool) -> InFlight {
+    fn take(&mut self, label: LabelId, cont: bool) -> Paths {
         self.exits.remove(&(label, cont)).unwrap_or_default()
     }
 
-    fn stmt(&mut self, s: &Stmt, mut state: InFlight) -> InFlight {
+    fn stmt(&mut self, s: &Stmt, mut state: Paths) -> Paths {
         match &s.kind {
             StmtKind::Access(a) if a.asynchronous => {
                 let c = self.index[&(s as *const Stmt)];
-                if state.insert(c, false).is_some() {
-                    self.reissued.insert(c);
+                for (_, f) in &mut state.0 {
+                    if f.insert(c, false).is_some() {
+                        self.reissued.insert(c);
+                    }
                 }
                 state
             }
             StmtKind::AsyncCommit => {
-                state.values_mut().for_each(|c| *c = true);
+                for (_, f) in &mut state.0 {
+                    f.values_mut().for_each(|c| *c = true);
+                }
                 state
             }
             StmtKind::AsyncWait { groups_left } => {
                 self.record(s, &state);
                 // Only a wait for every group surely completes a copy.
                 let unsure = self.uncommitted.entry(s as *const Stmt).or_default();
-                unsure.extend(state.iter().filter(|(_, &committed)| !committed).map(|(&c, _)| c));
+                unsure.extend(state.copies().filter(|&(_, committed)| !committed).map(|(c, _)| c));
                 if *groups_left == 0 {
-                    state.retain(|_, committed| !*committed);
+                    for (_, f) in &mut state.0 {
+                        f.retain(|_, committed| !*committed);
+                    }
                 }
-                state
+                let limit = self.limit;
+                Paths::default().join(state, limit)
             }
             StmtKind::Barrier(_)
             | StmtKind::Primitive(Primitive {
@@ -259,15 +388,21 @@ impl Walk<'_> {
                 ..
             }) => {
                 self.record(s, &state);
-                self.crossed.extend(state.keys().copied());
+                self.crossed.extend(state.copies().map(|(c, _)| c));
                 state
             }
             StmtKind::If {
-                then_block, else_block, ..
+                cond,
+                then_block,
+                else_block,
             } => {
-                let a = self.block(then_block, state.clone());
-                let b = self.block(else_block, state);
-                join(a, b)
+                let (then_state, else_state) = match template_atom(cond) {
+                    Some((atom, value)) => (state.assume(&atom, value), state.assume(&atom, !value)),
+                    None => (state.clone(), state),
+                };
+                let a = self.block(then_block, then_state);
+                let b = self.block(else_block, else_state);
+                self.join(a, b)
             }
             StmtKind::Labeled { label, body } => {
                 let out = self.block(body, state);
@@ -275,16 +410,18 @@ impl Walk<'_> {
                 // `continue` leaves a labelled block too: an unrolled
                 // iteration (`for (x : {a, b})`).
                 let continued = self.take(*label, true);
-                join(join(out, exits), continued)
+                let out = self.join(out, exits);
+                self.join(out, continued)
             }
             StmtKind::Exit { label, kind } => {
-                if *label == self.exit_label && !state.is_empty() && !self.returns.contains(&(s.span, s.site)) {
+                if *label == self.exit_label && state.has_copies() && !self.returns.contains(&(s.span, s.site)) {
                     self.returns.push((s.span, s.site));
                 }
                 let key = (*label, *kind == ExitKind::Continue);
                 let before = self.exits.remove(&key).unwrap_or_default();
-                self.exits.insert(key, join(before, state));
-                InFlight::new()
+                let joined = self.join(before, state);
+                self.exits.insert(key, joined);
+                Paths::default()
             }
             StmtKind::Loop(l) => self.run_loop(l, state, false),
             _ => state,
@@ -296,32 +433,43 @@ impl Walk<'_> {
     /// The state after loop `l`; `entered`: its first test surely holds, so
     /// no thread leaves before an iteration (a loop of constant bounds: its
     /// copies and waits are not skipped).
-    fn run_loop(&mut self, l: &Loop, state: InFlight, entered: bool) -> InFlight {
+    fn run_loop(&mut self, l: &Loop, state: Paths, entered: bool) -> Paths {
         // The head's state: the entry's joined with the state after each
         // iteration, to a fixpoint (copies only join, and only lose the
-        // certainty of being committed).
+        // certainty of being committed; groups of paths may split and
+        // merge, so past a few rounds they are joined into one and the
+        // rounds go on from there).
         let mut head = state;
-        let mut out = InFlight::new();
+        let mut out = Paths::default();
         // A `do`-`while` loop tests after its body only.
         let leaves_at_top = l.test_first && !entered;
+        let mut rounds = 0;
+        let outer_limit = self.limit;
         loop {
             let tested = self.block(&l.cond_pre, head.clone());
             let body = self.block(&l.body, tested.clone());
             let continued = self.take(l.label, true);
-            let stepped = self.block(&l.step, join(body, continued));
+            let body = self.join(body, continued);
+            let stepped = self.block(&l.step, body);
             let tested_after = self.block(&l.cond_pre, stepped.clone());
             if leaves_at_top {
-                out = join(out, tested);
+                out = self.join(out, tested);
             }
-            out = join(out, tested_after);
-            let next = join(head.clone(), stepped);
-            if next == head {
+            out = self.join(out, tested_after);
+            let next = self.join(head.clone(), stepped);
+            if next.same(&head) {
                 break;
             }
             head = next;
+            rounds += 1;
+            if rounds == 8 {
+                self.limit = 1;
+                head = self.join(Paths::default(), head);
+            }
         }
+        self.limit = outer_limit;
         let broken = self.take(l.label, false);
-        join(out, broken)
+        self.join(out, broken)
     }
 }
 
