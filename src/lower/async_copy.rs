@@ -84,7 +84,7 @@ pub fn lower_in_flight(k: &mut Kernel) {
     let (at, returns, uncommitted) = (walk.at, walk.returns, walk.uncommitted);
     // Issued again while one issued before may be in flight at a barrier
     // (a pipeline of several stages, a loop of copies before a barrier):
-    // the site follows one instance of its choice (see `Slot::take`).
+    // the site follows one instance of its choice (`Tracking::Followed`).
     // Issued again without crossing a barrier in flight (a loop of copies
     // before one wait), the issue's place is exact for every one of them.
     let reissued: BTreeSet<usize> = walk.reissued.intersection(&walk.crossed).copied().collect();
@@ -97,32 +97,37 @@ pub fn lower_in_flight(k: &mut Kernel) {
             site,
         });
     }
-    // Each copy's flag and the address its issue computed.
+    let done_below = (!reissued.is_empty()).then(|| {
+        let v = k.new_var("async_done_below", ScalarTy::I64, k.span);
+        k.vars[v.index()].carried = true;
+        v
+    });
+    // How each copy is tracked, and the address its issue computed.
     let mut slots: Vec<Slot> = Vec::new();
     for (i, (_, c)) in copies.iter().enumerate() {
-        let flag = k.new_var("in_flight", ScalarTy::Bool, c.span);
         let address = (!c.access.offset.is_const()).then(|| k.new_var("in_flight_at", ScalarTy::I64, c.span));
         let group = k.new_var("in_flight_group", ScalarTy::I64, c.span);
-        let take = reissued
-            .contains(&i)
-            .then(|| k.new_var("in_flight_followed", ScalarTy::Bool, c.span));
-        for v in address.iter().chain([&group]).filter(|_| take.is_some()) {
-            k.vars[v.index()].carried = true;
-        }
+        let tracking = match done_below.filter(|_| reissued.contains(&i)) {
+            Some(done_below) => {
+                for v in address.iter().chain([&group]) {
+                    k.vars[v.index()].carried = true;
+                }
+                let take = k.new_var("in_flight_followed", ScalarTy::Bool, c.span);
+                Tracking::Followed { take, done_below }
+            }
+            None => Tracking::Flag(k.new_var("in_flight", ScalarTy::Bool, c.span)),
+        };
         slots.push(Slot {
-            flag,
+            tracking,
             address,
             group,
-            take,
         });
     }
     let copies: Vec<Copy> = copies.into_iter().map(|(_, c)| c).collect();
     let commits = k.new_var("async_commits", ScalarTy::I64, k.span);
-    let done_below = k.new_var("async_done_below", ScalarTy::I64, k.span);
-    k.vars[done_below.index()].carried = true;
     let rewrite = Rewrite {
         commits,
-        done_below: (!reissued.is_empty()).then_some(done_below),
+        done_below,
         uncommitted: &uncommitted,
         index: &index,
         at: &at,
@@ -133,14 +138,12 @@ pub fn lower_in_flight(k: &mut Kernel) {
     if let Some(first) = k.body.0.first() {
         let clear: Vec<Stmt> = slots
             .iter()
-            .map(|slot| match slot.take {
-                Some(_) => Rewrite::assign(first, slot.group, Expr::int(NO_GROUP, ScalarTy::I64)),
-                None => Rewrite::assign(first, slot.flag, Expr::Bool(false)),
+            .map(|slot| match slot.tracking {
+                Tracking::Followed { .. } => Rewrite::assign(first, slot.group, Expr::int(NO_GROUP, ScalarTy::I64)),
+                Tracking::Flag(flag) => Rewrite::assign(first, flag, Expr::Bool(false)),
             })
-            .chain([
-                Rewrite::assign(first, commits, Expr::int(0, ScalarTy::I64)),
-                Rewrite::assign(first, done_below, Expr::int(NONE_DONE, ScalarTy::I64)),
-            ])
+            .chain([Rewrite::assign(first, commits, Expr::int(0, ScalarTy::I64))])
+            .chain(done_below.map(|v| Rewrite::assign(first, v, Expr::int(NONE_DONE, ScalarTy::I64))))
             .collect();
         body.0.splice(0..0, clear);
     }
@@ -154,24 +157,30 @@ struct Copy {
     site: crate::source::Span,
 }
 
-/// A copy's flag (set at its issue, cleared by a wait that completes it)
-/// and the variable holding the address its issue computed (none for a
-/// constant one).
+/// A copy's variables: how it is tracked, the address its issue computed
+/// (none for a constant one) and its commit group.
 #[derive(Clone, Copy)]
 struct Slot {
-    flag: VarId,
+    tracking: Tracking,
     address: Option<VarId>,
     /// The number of the commit group the copy joins (the thread's commits
     /// before it).
     group: VarId,
-    /// For a site issued again while an instance issued before may be in
-    /// flight at a barrier: the choice, at each issue, whether the slot
-    /// follows this instance (address and group) or keeps the one it
-    /// follows. A race is a pair of accesses, one instance per thread, and
-    /// some choices follow exactly that instance, so one slot covers them
-    /// all. Such a site is in flight while its group is at or above
-    /// `async_done_below` (`NO_GROUP`: none followed), not by `flag`.
-    take: Option<VarId>,
+}
+
+/// How a slot tells whether its copy is in flight.
+#[derive(Clone, Copy)]
+enum Tracking {
+    /// A flag its issue sets and a wait that completes it clears.
+    Flag(VarId),
+    /// A site issued again while an instance issued before may be in
+    /// flight at a barrier: `take` is the choice, at each issue, whether
+    /// the slot follows this instance (address and group) or keeps the one
+    /// it follows. A race is a pair of accesses, one instance per thread,
+    /// and some choices follow exactly that instance, so one slot covers
+    /// them all. In flight while its group is at or above `done_below`
+    /// (`NO_GROUP`: none followed).
+    Followed { take: VarId, done_below: VarId },
 }
 
 /// The group of a followed site with no instance in flight (below any wait's
@@ -316,8 +325,8 @@ struct Walk<'a> {
     at: HashMap<*const Stmt, BTreeSet<usize>>,
     returns: Vec<(crate::source::Span, crate::source::Span)>,
     /// Copies issued again while one issued before by the same code may be
-    /// in flight: their variables hold the latest one only (which matters
-    /// only for those also in flight at a barrier: [`Self::crossed`]).
+    /// in flight (followed by choice where also in flight at a barrier:
+    /// [`Self::crossed`]; else the issue's place is exact for each).
     reissued: BTreeSet<usize>,
     /// Copies possibly in flight at some barrier.
     crossed: BTreeSet<usize>,
@@ -379,8 +388,7 @@ impl Walk<'_> {
                         f.retain(|_, committed| !*committed);
                     }
                 }
-                let limit = self.limit;
-                Paths::default().join(state, limit)
+                self.join(Paths::default(), state)
             }
             StmtKind::Barrier(_)
             | StmtKind::Primitive(Primitive {
@@ -427,9 +435,7 @@ impl Walk<'_> {
             _ => state,
         }
     }
-}
 
-impl Walk<'_> {
     /// The state after loop `l`; `entered`: its first test surely holds, so
     /// no thread leaves before an iteration (a loop of constant bounds: its
     /// copies and waits are not skipped).
@@ -551,8 +557,8 @@ impl Rewrite<'_> {
                     follow.push(Self::assign(s, v, a.offset.clone()));
                 }
                 follow.push(Self::assign(s, slot.group, Expr::Var(self.commits)));
-                match slot.take {
-                    Some(take) => {
+                match slot.tracking {
+                    Tracking::Followed { take, .. } => {
                         out.push(Stmt {
                             kind: StmtKind::Choose { var: take },
                             ..s.clone()
@@ -566,9 +572,9 @@ impl Rewrite<'_> {
                             ..s.clone()
                         });
                     }
-                    None => {
+                    Tracking::Flag(flag) => {
                         out.extend(follow);
-                        out.push(Self::assign(s, slot.flag, Expr::Bool(true)));
+                        out.push(Self::assign(s, flag, Expr::Bool(true)));
                     }
                 }
                 out.push(s.clone());
@@ -603,26 +609,26 @@ impl Rewrite<'_> {
                     // A copy surely committed, waited for with no group
                     // left, is done (said directly: a loop's rounds make
                     // the counters symbolic).
-                    if *groups_left == 0 && !unsure.is_some_and(|u| u.contains(&c)) {
-                        match slot.take {
-                            // The address too, so that a loop sees both
-                            // set together (`passes::accesses`, set_earlier).
-                            Some(_) => {
-                                out.push(Self::assign(s, slot.group, Expr::int(NO_GROUP, ScalarTy::I64)));
-                                if let Some(v) = slot.address {
-                                    out.push(Self::assign(s, v, Expr::int(0, ScalarTy::I64)));
-                                }
+                    let done = *groups_left == 0 && !unsure.is_some_and(|u| u.contains(&c));
+                    match slot.tracking {
+                        // The address too, so that a loop sees both set
+                        // together (`passes::accesses`, set_earlier).
+                        Tracking::Followed { .. } if done => {
+                            out.push(Self::assign(s, slot.group, Expr::int(NO_GROUP, ScalarTy::I64)));
+                            if let Some(v) = slot.address {
+                                out.push(Self::assign(s, v, Expr::int(0, ScalarTy::I64)));
                             }
-                            None => out.push(Self::assign(s, slot.flag, Expr::Bool(false))),
                         }
-                        continue;
+                        // `done_below` says it.
+                        Tracking::Followed { .. } => {}
+                        Tracking::Flag(flag) if done => out.push(Self::assign(s, flag, Expr::Bool(false))),
+                        Tracking::Flag(flag) => {
+                            let left =
+                                fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), oldest_left.clone());
+                            let still = fold::binary(BinOp::And, ScalarTy::Bool, Expr::Var(flag), left);
+                            out.push(Self::assign(s, flag, still));
+                        }
                     }
-                    if slot.take.is_some() {
-                        continue;
-                    }
-                    let left = fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), oldest_left.clone());
-                    let still = fold::binary(BinOp::And, ScalarTy::Bool, Expr::Var(slot.flag), left);
-                    out.push(Self::assign(s, slot.flag, still));
                 }
             }
             StmtKind::Barrier(_) | StmtKind::Primitive(_) => {
@@ -682,9 +688,11 @@ impl Rewrite<'_> {
             result: None,
             ..copy.access.clone()
         };
-        let in_flight = match (slot.take, self.done_below) {
-            (Some(_), Some(done)) => fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), Expr::Var(done)),
-            _ => Expr::Var(slot.flag),
+        let in_flight = match slot.tracking {
+            Tracking::Followed { done_below, .. } => {
+                fold::binary(BinOp::Ge, ScalarTy::I64, Expr::Var(slot.group), Expr::Var(done_below))
+            }
+            Tracking::Flag(flag) => Expr::Var(flag),
         };
         Stmt {
             kind: StmtKind::If {

@@ -42,11 +42,6 @@ const PHASE_TY: ScalarTy = ScalarTy::I64;
 /// Loop counters: `0 ≤ k < 2^31` (an assumption shown in `grammar/SUBSET.md`).
 pub const COUNTER_TY: ScalarTy = ScalarTy::I64;
 
-/// A symbol's name without the `#id` that [`Exec::new_symbol`] appends.
-fn base_name(name: &str) -> String {
-    name.split('#').next().unwrap_or(name).to_string()
-}
-
 /// The choices a loop's values set in an earlier iteration share (see
 /// `Exec::set_earlier`): for the previous iteration, the free choices taken
 /// afresh; under each list of conditions (by term), whether and in which
@@ -110,7 +105,8 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[crate::ir::LaunchFact], l
         loops: Vec::new(),
         parked: Default::default(),
         fits: Vec::new(),
-        chosen: HashMap::default(),
+        chosen: Vec::new(),
+        choice_of: HashMap::default(),
     };
     let t = &mut exec.model.terms;
     let zero = t.int(0, PHASE_TY);
@@ -166,12 +162,13 @@ struct Exec<'k> {
     /// Facts of the loop being closed: its signed counters fit their type,
     /// and its values set in an earlier iteration were set in one.
     fits: Vec<Term>,
-    /// Each choice of a value set in an earlier iteration (`set_earlier`),
-    /// by either of its symbols: whether it was set, in which iteration, and
-    /// the fact relating them (after the loop that made it has closed, at
-    /// its exit), so that an enclosing loop can take it afresh for an
-    /// earlier iteration of its own.
-    chosen: HashMap<SymbolId, (Term, Term, Term)>,
+    /// Each choice of a value set in an earlier iteration (`set_earlier`):
+    /// whether it was set, in which iteration, and the fact relating them
+    /// (after the loop that made it has closed, at its exit), so that an
+    /// enclosing loop can take it afresh for an earlier iteration of its
+    /// own; `choice_of` finds one by either of its symbols.
+    chosen: Vec<(Term, Term, Term)>,
+    choice_of: HashMap<SymbolId, usize>,
 }
 
 /// Objects no statement of `kernel` writes: neither an access to them nor a
@@ -1047,20 +1044,17 @@ impl<'k> Exec<'k> {
                     fresh_slots.push(slot);
                 }
             }
-            // Values set in an earlier iteration (`prev = x`, `if (c) last = i`).
-            let forms = closed.clone();
-            let mut earlier = Earlier::default();
-            let mut left = Vec::new();
-            for slot in std::mem::take(&mut fresh_slots) {
-                let ph = placeholders[&slot];
-                let end = st.vars[slot].clone().expect("assigned in the loop");
-                let end = self.model.terms.substitute(&end, &invariant, &mut HashMap::default());
-                let found = self
-                    .kernel
-                    .vars
-                    .get(slot)
-                    .is_some_and(|v| v.carried)
-                    .then(|| {
+            // Values set in an earlier iteration (`prev = x`, `if (c) last =
+            // i`), for the variables that ask for it.
+            if fresh_slots.iter().any(|&slot| self.carried(slot)) {
+                let forms = closed.clone();
+                let mut earlier = Earlier::default();
+                let mut left = Vec::new();
+                for slot in std::mem::take(&mut fresh_slots) {
+                    let found = if self.carried(slot) {
+                        let end = st.vars[slot].clone().expect("assigned in the loop");
+                        let end = self.model.terms.substitute(&end, &invariant, &mut HashMap::default());
+                        let ph = placeholders[&slot];
                         self.set_earlier(
                             &end,
                             ph,
@@ -1072,16 +1066,17 @@ impl<'k> Exec<'k> {
                             slot,
                             s.span,
                         )
-                    })
-                    .flatten();
-                match found {
-                    Some(form) => {
-                        closed.insert(ph, form);
+                        .map(|form| closed.insert(ph, form))
+                        .is_some()
+                    } else {
+                        false
+                    };
+                    if !found {
+                        left.push(slot);
                     }
-                    None => left.push(slot),
                 }
+                fresh_slots = left;
             }
-            fresh_slots = left;
             // A trip count fixed by constants (`for (i = 0; i < 4; ++i)`):
             // a phase whose advance per iteration is a constant is exact in
             // every iteration (`phase_by_iteration`).
@@ -1306,7 +1301,7 @@ impl<'k> Exec<'k> {
             }
         }
         // The choices made in the loop, as they stand at its exit.
-        for (b, _, fact) in self.chosen.values_mut() {
+        for (b, _, fact) in &mut self.chosen {
             if matches!(b.kind, TermKind::Symbol(id) if id.index() >= sym_mark) {
                 let closed_fact = self.model.terms.substitute(fact, &closed, &mut HashMap::default());
                 *fact = self
@@ -1740,10 +1735,9 @@ impl<'k> Exec<'k> {
             self.remember_choice(&b, &j, fact);
             earlier.chosen.insert(key.clone(), (b, j, fresh));
         }
-        let (b, j, mut fresh) = earlier.chosen.remove(&key).expect("made above");
-        let then = self.shift(&e, k_id, &j, sym_mark, forms, &mut fresh);
-        earlier.chosen.insert(key, (b.clone(), j, fresh));
-        Some(self.model.terms.select(b, then?, entry.clone()))
+        let (b, j, fresh) = earlier.chosen.get_mut(&key).expect("made above");
+        let then = self.shift(&e, k_id, j, sym_mark, forms, fresh)?;
+        Some(self.model.terms.select(b.clone(), then, entry.clone()))
     }
 
     /// `t` (a function of the iteration `k`, see [`Self::set_earlier`]) in
@@ -1769,30 +1763,18 @@ impl<'k> Exec<'k> {
                 f.clone()
             } else if s == k {
                 at.clone()
-            } else if let Some((b, j, fact)) = self.chosen.get(&s).cloned() {
+            } else if let Some(&i) = self.choice_of.get(&s) {
                 // An inner loop's choice: taken afresh, with its fact.
+                let (b, j, fact) = self.chosen[i].clone();
                 let (TermKind::Symbol(b_id), TermKind::Symbol(j_id)) = (&b.kind, &j.kind) else {
                     return None;
                 };
-                let (b_info, j_info) = (self.model.symbol(*b_id).clone(), self.model.symbol(*j_id).clone());
+                let (b_id, j_id) = (*b_id, *j_id);
                 self.loops.push(k);
-                let b2 = self.new_symbol(
-                    base_name(&b_info.name),
-                    b_info.ty,
-                    b_info.scope,
-                    b_info.origin,
-                    b_info.span,
-                );
-                let j2 = self.new_symbol(
-                    base_name(&j_info.name),
-                    j_info.ty,
-                    j_info.scope,
-                    j_info.origin,
-                    j_info.span,
-                );
+                let (b2, j2) = (self.renew(b_id), self.renew(j_id));
                 self.loops.pop();
-                fresh.insert(*b_id, b2.clone());
-                fresh.insert(*j_id, j2.clone());
+                fresh.insert(b_id, b2.clone());
+                fresh.insert(j_id, j2.clone());
                 let fact = self.shift(&fact, k, at, sym_mark, forms, fresh)?;
                 self.fits.push(fact.clone());
                 self.remember_choice(&b2, &j2, fact);
@@ -1800,8 +1782,7 @@ impl<'k> Exec<'k> {
             } else if let Some(form) = forms.get(&s) {
                 self.model.terms.substitute(form, &to_at, &mut HashMap::default())
             } else if matches!(self.model.symbol(s).origin, Origin::Choice) {
-                let info = self.model.symbol(s).clone();
-                let f = self.new_symbol(base_name(&info.name), info.ty, info.scope, Origin::Choice, info.span);
+                let f = self.renew(s);
                 fresh.insert(s, f.clone());
                 f
             } else {
@@ -1812,10 +1793,25 @@ impl<'k> Exec<'k> {
         Some(self.model.terms.substitute(t, &map, &mut HashMap::default()))
     }
 
+    /// A kernel variable the loop analysis follows from the iteration that
+    /// set it (`VarInfo::carried`).
+    fn carried(&self, slot: usize) -> bool {
+        self.kernel.vars.get(slot).is_some_and(|v| v.carried)
+    }
+
+    /// A fresh symbol like `s` (its name, type, scope, origin and place).
+    fn renew(&mut self, s: SymbolId) -> Term {
+        let info = self.model.symbol(s).clone();
+        let name = info.name.split('#').next().unwrap_or(&info.name).to_string();
+        self.new_symbol(name, info.ty, info.scope, info.origin, info.span)
+    }
+
     fn remember_choice(&mut self, b: &Term, j: &Term, fact: Term) {
+        let i = self.chosen.len();
+        self.chosen.push((b.clone(), j.clone(), fact));
         for t in [b, j] {
             if let TermKind::Symbol(id) = t.kind {
-                self.chosen.insert(id, (b.clone(), j.clone(), fact.clone()));
+                self.choice_of.insert(id, i);
             }
         }
     }
