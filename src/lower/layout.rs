@@ -762,6 +762,17 @@ impl<'u> Lowerer<'u> {
     /// The declaration that defines an instantiation (a specialisation or the
     /// primary) and the template parameters it binds.
     pub(super) fn class_definition(&mut self, inst: &ClassInst) -> (DeclId, TemplateEnv) {
+        if let Some(found) = self.class_defs.get(inst) {
+            return found.clone();
+        }
+        let found = self.find_class_definition(inst);
+        self.class_defs.insert(inst.clone(), found.clone());
+        found
+    }
+
+    /// [`Self::class_definition`], uncached: which definition (primary or
+    /// specialisation) an instantiation takes, and its parameters' values.
+    fn find_class_definition(&mut self, inst: &ClassInst) -> (DeclId, TemplateEnv) {
         let primary = self.index.decl(inst.decl).clone();
         let specs: Vec<DeclId> = self
             .index

@@ -171,6 +171,9 @@ pub struct Lowerer<'u> {
     dynamic_shared: Option<ObjectId>,
     untraced: HashMap<Space, ObjectId>,
     layouts: HashMap<Rc<ClassInst>, Rc<Layout>>,
+    /// Each class instantiation's definition and template environment
+    /// (`class_definition`: matching specialisations was 9% of the listing).
+    class_defs: HashMap<ClassInst, (DeclId, TemplateEnv)>,
     globals: HashMap<(DeclId, String), Binding>,
     unresolved_objects: HashMap<String, ObjectId>,
     enum_values: HashMap<DeclId, i128>,
@@ -302,6 +305,7 @@ impl<'u> Lowerer<'u> {
             dynamic_shared: None,
             untraced: HashMap::default(),
             layouts: HashMap::default(),
+            class_defs: HashMap::default(),
             globals: HashMap::default(),
             unresolved_objects: HashMap::default(),
             enum_values: HashMap::default(),
