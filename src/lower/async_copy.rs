@@ -288,7 +288,15 @@ impl Paths {
 /// each, the walk took a tenth of the front end on ggml. The compound ones
 /// are gathered in `inert`.
 fn mark_inert(s: &Stmt, inert: &mut HashSet<*const Stmt>) -> bool {
-    let all = |b: &Block, inert: &mut HashSet<*const Stmt>| b.0.iter().fold(true, |acc, s| mark_inert(s, inert) && acc);
+    // Every statement is visited (no short circuit): the inert ones
+    // inside a busy block are marked too.
+    let all = |b: &Block, inert: &mut HashSet<*const Stmt>| {
+        let mut quiet = true;
+        for s in &b.0 {
+            quiet &= mark_inert(s, inert);
+        }
+        quiet
+    };
     let quiet = match &s.kind {
         StmtKind::Access(a) => !a.asynchronous,
         StmtKind::AsyncCommit | StmtKind::AsyncWait { .. } | StmtKind::Barrier(_) | StmtKind::Exit { .. } => false,
@@ -300,7 +308,12 @@ fn mark_inert(s: &Stmt, inert: &mut HashSet<*const Stmt>) -> bool {
         StmtKind::Loop(l) => all(&l.cond_pre, inert) & all(&l.body, inert) & all(&l.step, inert),
         _ => true,
     };
-    if quiet && matches!(s.kind, StmtKind::If { .. } | StmtKind::Labeled { .. } | StmtKind::Loop(_)) {
+    if quiet
+        && matches!(
+            s.kind,
+            StmtKind::If { .. } | StmtKind::Labeled { .. } | StmtKind::Loop(_)
+        )
+    {
         inert.insert(s as *const Stmt);
     }
     quiet

@@ -89,9 +89,7 @@ fn may_write_member(text: &str, field: &str) -> bool {
             || after.starts_with("<<=")
             || after.starts_with(">>=")
             || after.starts_with('=') && !after.starts_with("==")
-            || after.len() > 1
-                && "+-*/%&|^".contains(&after[..1])
-                && after[1..].starts_with('=');
+            || after.len() > 1 && "+-*/%&|^".contains(&after[..1]) && after[1..].starts_with('=');
         // `++x.f`: an increment between the statement's start and the member.
         let statement = &before[before.rfind([';', '{', '}']).map_or(0, |i| i + 1)..];
         assigns || statement.contains("++") || statement.contains("--")
@@ -220,7 +218,10 @@ mod tests {
         assert!(!may_write_member("int cc = acc + ncc;", "cc"));
         assert!(!may_write_member("x.ccx = 1;", "cc"));
         // Reads are not writes: comparisons, operands, arguments.
-        assert!(!may_write_member("if (d.cc == 80 && d.cc >= 70) { g(d.cc + 1, d.cc); }", "cc"));
+        assert!(!may_write_member(
+            "if (d.cc == 80 && d.cc >= 70) { g(d.cc + 1, d.cc); }",
+            "cc"
+        ));
         // A write in a text that spells the field only as a member is still
         // seen: `p->\n    cc`.
         let split = "void f(dev * d) { d->\n    cc = 7; }";
