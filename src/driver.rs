@@ -1186,8 +1186,14 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     // instantiations': flash_attn_ext_f16's cover spends the budget its
     // DKQ=512 instantiation's alarm needs). On ggml: flash_attn_ext_vec's
     // 24 instantiations after a cover that passes, 2 s of its 5.
+    // Only a cover no larger than the largest instantiation (in accesses)
+    // is worth its model: flash_attn_ext_f16's, with every configuration's
+    // copies landing at every barrier, is a hundred times larger, and
+    // building it first took more time and memory than its probe saves.
+    let largest = sizes.iter().filter(|(cover, _)| !cover).map(|&(_, n)| n).max();
+    let small_cover = e.cover.is_some_and(|c| largest.is_some_and(|n| sizes[c].1 <= n));
     let probe: Vec<usize> = (0..jobs.len())
-        .filter(|&at| e.cover == Some(jobs[at].instantiation))
+        .filter(|&at| small_cover && e.cover == Some(jobs[at].instantiation))
         .collect();
     let mut probed = !probe.is_empty();
     for &at in &probe {
