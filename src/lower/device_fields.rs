@@ -80,10 +80,20 @@ fn may_write_member(text: &str, field: &str) -> bool {
     text.match_indices(field).any(|(at, _)| {
         let before = text[..at].trim_end();
         let rest = &text[at + field.len()..];
-        if !(before.ends_with('.') || before.ends_with("->")) || rest.chars().next().is_some_and(word) {
+        // Part of a longer name (`acc`, `ccx`).
+        if rest.chars().next().is_some_and(word) || text[..at].chars().next_back().is_some_and(word) {
             return false;
         }
         let after = rest.trim_start();
+        // A comment or a line continuation next to the member hides what
+        // is around it from this scan (not from the parser): maybe a write.
+        let hidden = |s: &str| s.starts_with("/*") || s.starts_with("//") || s.starts_with('\\');
+        if before.ends_with("*/") || hidden(after) {
+            return true;
+        }
+        if !(before.ends_with('.') || before.ends_with("->")) {
+            return false;
+        }
         let assigns = after.starts_with("++")
             || after.starts_with("--")
             || after.starts_with("<<=")
@@ -217,6 +227,10 @@ mod tests {
         assert!(may_write_member("f(); ++info.devices[id].cc;", "cc"));
         assert!(!may_write_member("int cc = acc + ncc;", "cc"));
         assert!(!may_write_member("x.ccx = 1;", "cc"));
+        // What a comment or a line continuation hides may be a write.
+        assert!(may_write_member("d.cc /* the device's */ = 70;", "cc"));
+        assert!(may_write_member("d. /* its */ cc = 70;", "cc"));
+        assert!(may_write_member("d.cc \\\n = 70;", "cc"));
         // Reads are not writes: comparisons, operands, arguments.
         assert!(!may_write_member(
             "if (d.cc == 80 && d.cc >= 70) { g(d.cc + 1, d.cc); }",
