@@ -1195,19 +1195,30 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     let probe: Vec<usize> = (0..jobs.len())
         .filter(|&at| small_cover && e.cover == Some(jobs[at].instantiation))
         .collect();
-    let mut probed = !probe.is_empty();
-    for &at in &probe {
-        let built = model_of(at, &mut jobs, &mut models, &mut assumptions);
-        let (k, mopts) = (&e.kernels[jobs[at].instantiation], &jobs[at].mopts);
-        let mut mopts = mopts.clone();
-        mopts.budget = (budget / 16).saturating_sub(spent());
+    // One job's participation check, with what is left of `limit` of the budget.
+    let participate = |job: &Job, model: &crate::ir::access::AccessModel, limit: crate::obligation::smt::Work| {
+        let mut mopts = job.mopts.clone();
+        mopts.budget = limit.saturating_sub(spent());
         mopts.deadline = Some(deadline);
         let _s = crate::profile::stage("participation");
-        let part = crate::obligation::participation::check_participation(k, &built.model, &mopts);
         if debugging_jobs() {
-            eprintln!("  cover probe -> {:?}", part.verdict);
+            eprintln!("participation of a job, {} units left", mopts.budget);
         }
-        if part.verdict != Verdict::Pass || mopts.budget == 0 {
+        let part = crate::obligation::participation::check_participation(&e.kernels[job.instantiation], model, &mopts);
+        if debugging_jobs() {
+            eprintln!("  -> {:?}, {} goals", part.verdict, part.stats.pairs);
+        }
+        part
+    };
+    let mut probed = !probe.is_empty();
+    for &at in &probe {
+        if exhausted(budget / 16) {
+            probed = false;
+            break;
+        }
+        let built = model_of(at, &mut jobs, &mut models, &mut assumptions);
+        let part = participate(&jobs[at], &built.model, budget / 16);
+        if part.verdict != Verdict::Pass {
             probed = false;
             break;
         }
@@ -1228,19 +1239,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         if !checked[1].insert(check_key(&built, &jobs[at].mopts)) {
             continue;
         }
-        let model = built.model;
-        let (k, mopts) = (&e.kernels[jobs[at].instantiation], &jobs[at].mopts);
-        let mut mopts = mopts.clone();
-        mopts.budget = (budget / 2).saturating_sub(spent());
-        mopts.deadline = Some(deadline);
-        let _s = crate::profile::stage("participation");
-        if debugging_jobs() {
-            eprintln!("participation of a job, {} units left", mopts.budget);
-        }
-        let part = crate::obligation::participation::check_participation(k, &model, &mopts);
-        if debugging_jobs() {
-            eprintln!("  -> {:?}, {} goals", part.verdict, part.stats.pairs);
-        }
+        let part = participate(&jobs[at], &built.model, budget / 2);
         participation = join(participation, part.verdict);
         // One alarm per statement and kind across instantiations and shapes.
         for a in part.alarms {

@@ -322,25 +322,14 @@ fn mark_inert(s: &Stmt, inert: &mut HashSet<*const Stmt>) -> bool {
 /// `cond` as an outcome of template arguments only: the atom (comparisons
 /// in one direction: `a <= b` is `!(a > b)`) and the value it must have.
 fn template_atom(cond: &Expr) -> Option<(Expr, bool)> {
-    fn decided(e: &Expr) -> bool {
-        match e {
-            Expr::Int(..) | Expr::Bool(_) | Expr::Sym(_) => true,
-            Expr::Unary(_, _, a) | Expr::Cast(_, a) => decided(a),
-            Expr::Binary(_, _, a, b) => decided(a) && decided(b),
-            Expr::Select(c, a, b) => decided(c) && decided(a) && decided(b),
-            _ => false,
-        }
-    }
-    fn mentions_sym(e: &Expr) -> bool {
-        match e {
-            Expr::Sym(_) => true,
-            Expr::Unary(_, _, a) | Expr::Cast(_, a) => mentions_sym(a),
-            Expr::Binary(_, _, a, b) => mentions_sym(a) || mentions_sym(b),
-            Expr::Select(c, a, b) => mentions_sym(c) || mentions_sym(a) || mentions_sym(b),
-            _ => false,
-        }
-    }
-    if !decided(cond) || !mentions_sym(cond) {
+    // Built of constants and template symbols only, and of one at least.
+    let (mut decided, mut symbolic) = (true, false);
+    cond.visit(&mut |e| match e {
+        Expr::Sym(_) => symbolic = true,
+        Expr::Int(..) | Expr::Bool(_) | Expr::Unary(..) | Expr::Cast(..) | Expr::Binary(..) | Expr::Select(..) => {}
+        _ => decided = false,
+    });
+    if !decided || !symbolic {
         return None;
     }
     match cond {
