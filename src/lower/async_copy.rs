@@ -40,7 +40,7 @@
 //! thread ends is in the last phase, where the issue placed it.) These are
 //! `Kernel::memory_unknowns`: participation does not depend on them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::hash::{HashMap, HashSet};
 use crate::ir::fold;
@@ -74,6 +74,7 @@ pub fn lower_in_flight(k: &mut Kernel) {
         mark_inert(s, &mut inert);
     }
     let mut walk = Walk {
+        atoms: Vec::new(),
         exit_label: k.exit_label,
         index: &index,
         inert: &inert,
@@ -195,15 +196,66 @@ const NO_GROUP: i128 = -(1 << 48);
 const NONE_DONE: i128 = -(1 << 47);
 
 /// The copies possibly in flight, each with whether it is surely in a
-/// committed group (a wait completes only committed groups).
-type InFlight = BTreeMap<usize, bool>;
+/// committed group (a wait completes only committed groups), by copy: a
+/// sorted list, as states are cloned at every branch and loop round and
+/// hold a few copies.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct InFlight(Vec<(usize, bool)>);
 
-/// The copies in flight on either of two paths (committed if on both).
-fn join_copies(mut a: InFlight, b: InFlight) -> InFlight {
-    for (c, committed) in b {
-        a.entry(c).and_modify(|x| *x &= committed).or_insert(committed);
+impl InFlight {
+    fn iter(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.0.iter().copied()
     }
-    a
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Copy `c` issued (in no committed group yet); whether it was in
+    /// flight already.
+    fn issue(&mut self, c: usize) -> bool {
+        match self.0.binary_search_by_key(&c, |&(x, _)| x) {
+            Ok(at) => {
+                self.0[at].1 = false;
+                true
+            }
+            Err(at) => {
+                self.0.insert(at, (c, false));
+                false
+            }
+        }
+    }
+
+    fn commit(&mut self) {
+        self.0.iter_mut().for_each(|(_, committed)| *committed = true);
+    }
+
+    /// A wait for every group: only the uncommitted copies stay.
+    fn complete_committed(&mut self) {
+        self.0.retain(|&(_, committed)| !committed);
+    }
+
+    /// The copies in flight on either of two paths (committed if on both).
+    fn join(self, other: InFlight) -> InFlight {
+        let (mut a, mut b) = (self.0.into_iter().peekable(), other.0.into_iter().peekable());
+        let mut out = Vec::with_capacity(a.len().max(b.len()));
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&(x, cx)), Some(&(y, cy))) if x == y => {
+                    a.next();
+                    b.next();
+                    (x, cx && cy)
+                }
+                (Some(&(x, _)), Some(&(y, _))) if x < y => a.next().expect("peeked"),
+                (Some(_), Some(_)) => b.next().expect("peeked"),
+                (Some(_), None) => a.next().expect("peeked"),
+                (None, Some(_)) => b.next().expect("peeked"),
+                (None, None) => break,
+            };
+            out.push(next);
+        }
+        InFlight(out)
+    }
 }
 
 /// Outcomes of branches whose condition only template arguments decide
@@ -211,7 +263,9 @@ fn join_copies(mut a: InFlight, b: InFlight) -> InFlight {
 /// same in every branch on it, so the walk keeps paths that took opposite
 /// ones apart (a copy issued under `stages > 1` is waited for under
 /// `stages > 1`, not skipped by the `stages <= 1` arm of the next branch).
-type Valuation = Vec<(Expr, bool)>;
+/// Each condition is named by its index in [`Walk::atoms`]: paths are
+/// cloned at every branch and loop round, and their conditions compared.
+type Valuation = Vec<(u32, bool)>;
 
 /// The walk's state: the paths that reach a point, grouped by the copies
 /// they have in flight, each group with the template-decided outcomes all
@@ -224,13 +278,11 @@ const MAX_GROUPS: usize = 16;
 
 impl Paths {
     fn start() -> Paths {
-        Paths(vec![(Valuation::new(), InFlight::new())])
+        Paths(vec![(Valuation::new(), InFlight::default())])
     }
 
     fn copies(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
-        self.0
-            .iter()
-            .flat_map(|(_, f)| f.iter().map(|(&c, &committed)| (c, committed)))
+        self.0.iter().flat_map(|(_, f)| f.iter())
     }
 
     fn has_copies(&self) -> bool {
@@ -238,15 +290,15 @@ impl Paths {
     }
 
     /// Paths that take the branch whose condition is `atom == value`.
-    fn assume(&self, atom: &Expr, value: bool) -> Paths {
+    fn assume(&self, atom: u32, value: bool) -> Paths {
         let mut out = Vec::new();
         for (v, f) in &self.0 {
-            match v.iter().find(|(a, _)| a == atom) {
+            match v.iter().find(|(a, _)| *a == atom) {
                 Some((_, b)) if *b != value => {}
                 Some(_) => out.push((v.clone(), f.clone())),
                 None => {
                     let mut v = v.clone();
-                    v.push((atom.clone(), value));
+                    v.push((atom, value));
                     out.push((v, f.clone()));
                 }
             }
@@ -268,7 +320,7 @@ impl Paths {
             let (mut v, mut f) = groups.next().expect("more than the limit");
             for (w, g) in groups {
                 v.retain(|x| w.contains(x));
-                f = join_copies(f, g);
+                f = f.join(g);
             }
             self.0.push((v, f));
         }
@@ -344,6 +396,8 @@ fn template_atom(cond: &Expr) -> Option<(Expr, bool)> {
 
 /// A forward walk whose state is the set of copies possibly in flight.
 struct Walk<'a> {
+    /// The template-decided conditions met so far (see [`Valuation`]).
+    atoms: Vec<Expr>,
     /// Branches, loops and blocks the walk passes by (see [`mark_inert`]).
     inert: &'a HashSet<*const Stmt>,
     exit_label: LabelId,
@@ -370,6 +424,17 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// The name of a template-decided condition.
+    fn atom(&mut self, e: Expr) -> u32 {
+        match self.atoms.iter().position(|a| *a == e) {
+            Some(at) => at as u32,
+            None => {
+                self.atoms.push(e);
+                self.atoms.len() as u32 - 1
+            }
+        }
+    }
+
     fn join(&self, a: Paths, b: Paths) -> Paths {
         a.join(b, self.limit)
     }
@@ -403,7 +468,7 @@ impl Walk<'_> {
             StmtKind::Access(a) if a.asynchronous => {
                 let c = self.index[&(s as *const Stmt)];
                 for (_, f) in &mut state.0 {
-                    if f.insert(c, false).is_some() {
+                    if f.issue(c) {
                         self.reissued.insert(c);
                     }
                 }
@@ -411,7 +476,7 @@ impl Walk<'_> {
             }
             StmtKind::AsyncCommit => {
                 for (_, f) in &mut state.0 {
-                    f.values_mut().for_each(|c| *c = true);
+                    f.commit();
                 }
                 state
             }
@@ -422,7 +487,7 @@ impl Walk<'_> {
                 unsure.extend(state.copies().filter(|&(_, committed)| !committed).map(|(c, _)| c));
                 if *groups_left == 0 {
                     for (_, f) in &mut state.0 {
-                        f.retain(|_, committed| !*committed);
+                        f.complete_committed();
                     }
                 }
                 self.join(Paths::default(), state)
@@ -442,7 +507,10 @@ impl Walk<'_> {
                 else_block,
             } => {
                 let (then_state, else_state) = match template_atom(cond) {
-                    Some((atom, value)) => (state.assume(&atom, value), state.assume(&atom, !value)),
+                    Some((atom, value)) => {
+                        let atom = self.atom(atom);
+                        (state.assume(atom, value), state.assume(atom, !value))
+                    }
                     None => (state.clone(), state),
                 };
                 let a = self.block(then_block, then_state);

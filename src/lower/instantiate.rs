@@ -2228,6 +2228,16 @@ fn leaves_function(frag: &Fragment, n: Node) -> bool {
     false
 }
 
+/// [`leaves_function`], memoised.
+fn leaves_function_of(generation: u64, frag: &Fragment, n: Node) -> bool {
+    let hit = with_node_memo(generation, |m| m.leaves.get(&n.id()).copied());
+    hit.unwrap_or_else(|| {
+        let v = leaves_function(frag, n);
+        with_node_memo(generation, |m| m.leaves.insert(n.id(), v));
+        v
+    })
+}
+
 /// Whether a function of this name does not return: the C and C++
 /// library's ends of a program, the device trap, and the aborts of
 /// libraries (`ggml_abort`).
@@ -2355,7 +2365,7 @@ fn host_statement<'t>(generation: u64, frag: &Fragment, stmt: Node<'t>) -> HostS
                 .field("value")
                 .filter(|c| clause.field("initializer").is_none() && c.kind_name() != "condition_declaration");
             match (cond, stmt.field("consequence")) {
-                (Some(c), Some(then)) if leaves_function(frag, then) => {
+                (Some(c), Some(then)) if leaves_function_of(generation, frag, then) => {
                     let negated = (c.kind_name() == "unary_expression"
                         && c.field("operator").is_some_and(|o| syntax::text(frag, o) == "!"))
                     .then(|| c.field("argument"))
@@ -2447,6 +2457,9 @@ struct NodeMemo {
     writes: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
     idents: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
     hidden: HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
+    /// [`leaves_function`] of a branch, by node: it walks the whole
+    /// branch, for every launch site and instantiation after it.
+    leaves: HashMap<usize, bool>,
 }
 
 thread_local! {
@@ -2460,7 +2473,17 @@ fn memo_of(
     pick: fn(&mut NodeMemo) -> &mut HashMap<usize, std::rc::Rc<crate::hash::HashSet<String>>>,
     f: impl FnOnce() -> crate::hash::HashSet<String>,
 ) -> std::rc::Rc<crate::hash::HashSet<String>> {
-    let hit = NODE_MEMO.with(|m| {
+    let hit = with_node_memo(generation, |m| pick(m).get(&node.id()).cloned());
+    hit.unwrap_or_else(|| {
+        let v = std::rc::Rc::new(f());
+        with_node_memo(generation, |m| pick(m).insert(node.id(), v.clone()));
+        v
+    })
+}
+
+/// `f` on this thread's memo, emptied first if it is of another index.
+fn with_node_memo<R>(generation: u64, f: impl FnOnce(&mut NodeMemo) -> R) -> R {
+    NODE_MEMO.with(|m| {
         let mut m = m.borrow_mut();
         if m.generation != generation {
             *m = NodeMemo {
@@ -2468,12 +2491,7 @@ fn memo_of(
                 ..Default::default()
             };
         }
-        pick(&mut m).get(&node.id()).cloned()
-    });
-    hit.unwrap_or_else(|| {
-        let v = std::rc::Rc::new(f());
-        NODE_MEMO.with(|m| pick(&mut m.borrow_mut()).insert(node.id(), v.clone()));
-        v
+        f(&mut m)
     })
 }
 
