@@ -388,7 +388,7 @@ fn lower_files_streaming(
             // the launch sites' shapes (their facts hold for their own
             // arguments only, so they are dropped). The search for
             // instantiations stops at its own cap too: then more may exist.
-            let mut more = !def.template_params.is_empty() && tuples.len() >= lower::instantiate::MAX_TUPLES;
+            let mut more = !def.template_params.is_empty() && !uses.complete;
             let mut cover = None;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {
                 let args = cover_args(def.template_params.len(), &tuples, more);
@@ -1643,6 +1643,49 @@ fn for_any_launch(
 mod tests {
     use super::congruent;
     use crate::ir::{BinOp, Expr, ScalarTy};
+
+    /// The entries `source` lists.
+    fn entries_of(source: &str) -> Vec<super::KernelEntry> {
+        let source = source.to_string();
+        super::with_big_stack(move || {
+            let mut db = crate::source::SourceDb::new();
+            let unit = db.add_text("unit.cu", &source);
+            super::lower_files(&mut db, vec![unit], Vec::new(), &super::Options::default()).0
+        })
+    }
+
+    #[test]
+    fn a_call_of_another_overload_names_no_instantiation() {
+        // `run(s, d)` in `host` calls the two-parameter `run`: read as a
+        // call of the three-parameter one, it named `<int, ?>` (D deduced
+        // from nothing), an instantiation that does not exist.
+        let entries = entries_of(
+            "template <typename S, typename D> __global__ void k(const S * s, D * d) { d[threadIdx.x] = (D) s[threadIdx.x]; }
+             template <typename S, typename D> static void run(const S * s, D * d, int n) { k<S, D><<<1, 32>>>(s, d); }
+             template <typename S> static void run(const S * s, void * d) { run(s, (float *) d, 1); }
+             void host(const int * s, void * d) { run<int>(s, d); }",
+        );
+        let e = &entries[0];
+        assert_eq!((e.instantiations, e.more_instantiations), (1, false), "{e:?}");
+        let args: Vec<String> = e.kernels[0].template_args.iter().map(|a| a.value.clone()).collect();
+        assert_eq!(args, ["int", "float"]);
+    }
+
+    #[test]
+    fn a_search_cut_short_on_the_way_leaves_the_rest_to_a_cover() {
+        // `k<1>` is reached through four enclosing templates, past the
+        // search's depth: the `k<2>` found directly is not all of them.
+        let entries = entries_of(
+            "template <int N> __global__ void k(int * p) { p[threadIdx.x] = N; }
+             template <int N> void l1(int * p) { k<N><<<1, 32>>>(p); }
+             template <int N> void l2(int * p) { l1<N>(p); }
+             template <int N> void l3(int * p) { l2<N>(p); }
+             template <int N> void l4(int * p) { l3<N>(p); }
+             void host(int * p) { l4<1>(p); l1<2>(p); }",
+        );
+        let e = &entries[0];
+        assert!(e.cover.is_some() || e.more_instantiations, "{e:?}");
+    }
 
     /// The launch facts of the only kernel of `source`, with whether each
     /// is the host's own computation (`LaunchFact::evaluated`).

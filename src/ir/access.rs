@@ -256,6 +256,10 @@ pub struct AccessModel {
     /// Facts of the launch, over parameters and dimensions (`blockDim.y ==
     /// k` from a launch site that passes one host value as both).
     pub assumptions: Vec<Term>,
+    /// What the kernel promises (`ir::StmtKind::Promise`), each as `path
+    /// condition → fact` over one thread: it holds for every thread of an
+    /// execution without undefined behaviour, so for both of a witness.
+    pub promises: Vec<Term>,
     /// The assumptions the host evaluated as they stand
     /// (`ir::LaunchFact::evaluated`): no undefined behaviour in them.
     pub evaluated: Vec<Term>,
@@ -458,6 +462,9 @@ impl fmt::Display for AccessModel {
             self.symbols.len(),
             self.terms.len()
         )?;
+        for p in &self.promises {
+            writeln!(f, "  promise {}", self.show(p))?;
+        }
         for (i, r) in self.records.iter().enumerate() {
             let kind = match r.kind {
                 AccessKind::Read => "read".to_string(),

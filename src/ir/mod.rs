@@ -608,8 +608,14 @@ pub enum StmtKind {
         label: LabelId,
         kind: ExitKind,
     },
-    /// A fact that holds here (`static_assert`, `assert`, `__builtin_assume`).
+    /// A fact that holds here (`static_assert`, `assert`; a trap: `false`).
     Assume(Expr),
+    /// A fact the program promises holds here (`__builtin_assume`): an
+    /// execution where it fails has undefined behaviour. Checked as
+    /// [`StmtKind::Assume`], and kept for both threads of every witness
+    /// (`AccessModel::promises`): a thread that would break one is no
+    /// thread the program runs (one that stops at an `assume` is).
+    Promise(Expr),
     /// `cp.async.commit_group`: the thread's asynchronous copies not yet in
     /// a group form its next one.
     AsyncCommit,
@@ -689,7 +695,7 @@ impl Stmt {
             }
             StmtKind::If { cond, .. } => f(cond),
             StmtKind::Loop(l) => f(&l.cond),
-            StmtKind::Assume(e) => f(e),
+            StmtKind::Assume(e) | StmtKind::Promise(e) => f(e),
             StmtKind::Havoc { .. }
             | StmtKind::Choose { .. }
             | StmtKind::Labeled { .. }

@@ -279,6 +279,10 @@ impl Printer<'_> {
                 let text = format!("assume {}", self.e(e));
                 self.line(depth, &text);
             }
+            StmtKind::Promise(e) => {
+                let text = format!("promise {}", self.e(e));
+                self.line(depth, &text);
+            }
             StmtKind::Unknown { reason } => self.line(depth, &format!("unknown  // {reason}")),
             StmtKind::AsyncCommit => self.line(depth, "async_commit"),
             StmtKind::AsyncWait { groups_left } => self.line(depth, &format!("async_wait {groups_left}")),

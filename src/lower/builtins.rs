@@ -560,9 +560,14 @@ impl<'u> Lowerer<'u> {
             | "__builtin_prefetch"
             | "GGML_UNUSED"
             | "GGML_UNUSED_VARS" => Value::Void,
-            "assert" | "__builtin_assume" | "__assume" | "GGML_CUDA_ASSUME" => {
+            "assert" => {
                 let c = self.truth(v(0), node);
                 self.emit_at(StmtKind::Assume(c), node);
+                Value::Void
+            }
+            "__builtin_assume" | "__assume" | "GGML_CUDA_ASSUME" => {
+                let c = self.truth(v(0), node);
+                self.emit_at(StmtKind::Promise(c), node);
                 Value::Void
             }
             "__trap" | "__builtin_trap" | "abort" | "__builtin_unreachable" => {

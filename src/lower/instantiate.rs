@@ -102,6 +102,9 @@ pub struct KernelUses {
     /// reached included. `None` when no site launches the kernel, or when
     /// the search found fewer than [`MAX_TUPLES`] tuples (it is complete).
     pub every_site: Option<Vec<LaunchShape>>,
+    /// The search found every instantiation the unit names: it stopped
+    /// short nowhere (see `Finder::truncated`).
+    pub complete: bool,
 }
 
 /// Template argument tuples and launch sites of a kernel.
@@ -116,6 +119,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
         function_nodes: HashMap::default(),
         kernel,
         launches: Vec::new(),
+        truncated: false,
     };
     for (i, d) in index.decls.iter().enumerate() {
         if d.kind == DeclKind::Function && d.defined {
@@ -143,8 +147,9 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
             launches.push(site);
         }
     }
-    // Only a search that stopped at its cap needs them.
-    let every_site = if tuples.len() >= MAX_TUPLES {
+    let complete = !finder.truncated && tuples.len() < MAX_TUPLES;
+    // Only a search that stopped short needs them.
+    let every_site = if !complete {
         finder.shapes_at_every_site(&mut l)
     } else {
         None
@@ -153,6 +158,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
         tuples,
         launches,
         every_site,
+        complete,
     }
 }
 
@@ -652,6 +658,55 @@ fn launch_shapes(
     )
 }
 
+/// Whether `name` is the name a function definition declares
+/// (`template <> void f<half>(…) {…}`, an explicit specialization): a
+/// definition, not a use.
+fn names_definition(name: Node) -> bool {
+    let mut n = name;
+    while let Some(p) = n.parent() {
+        match p.kind_name() {
+            "qualified_identifier" => {}
+            "function_declarator" => {
+                return p.field("declarator") == Some(n)
+                    && p.parent().is_some_and(|d| d.kind_name() == "function_definition")
+            }
+            _ => return false,
+        }
+        n = p;
+    }
+    false
+}
+
+/// Whether `call` (a call's node; `None`: not a call) may call `function`,
+/// by its number of operands: between the parameters without a default and
+/// all of them (any number past a parameter pack).
+fn may_call(call: Option<Node>, function: Node) -> bool {
+    let (Some(call), Some(params)) = (call, parameter_list(function)) else {
+        return true;
+    };
+    let Some(operands) = call.field("arguments") else {
+        return true;
+    };
+    let params = named_children(params);
+    if params.iter().any(|p| p.kind_name() == "variadic_parameter_declaration") {
+        return true;
+    }
+    let all = params
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.kind_name(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            )
+        })
+        .count();
+    let required = params
+        .iter()
+        .filter(|p| p.kind_name() == "parameter_declaration")
+        .count();
+    (required..=all).contains(&named_children(operands).len())
+}
+
 /// The parameter list of a function definition or declaration.
 fn parameter_list(function: Node) -> Option<Node> {
     let mut decl = function.field("declarator")?;
@@ -719,13 +774,20 @@ struct Finder {
     /// [`KernelUses::every_site`]), not under the instantiations found.
     symbolic_callers: bool,
     /// Instantiation environments of host function templates, by declaration.
-    envs: HashMap<DeclId, Vec<TemplateEnv>>,
+    /// Each with the depth it was searched from, and whether that search
+    /// stopped short: a search from nearer the kernel goes deeper, and is
+    /// made again where the one before stopped short.
+    envs: HashMap<DeclId, (u32, bool, Vec<TemplateEnv>)>,
     function_nodes: HashMap<usize, DeclId>,
     /// The kernel whose launches are collected, and what they were.
     kernel: DeclId,
     /// Launches by `<<<…>>>` or through a wrapper that takes the kernel:
     /// the arguments and the block shape (`None`: not determined at all).
     launches: Vec<(Vec<TArg>, Option<Vec<LaunchShape>>)>,
+    /// Some search stopped short (at [`MAX_TUPLES`], or [`MAX_DEPTH`]
+    /// enclosing templates out), at the kernel or at a host template on
+    /// the way: instantiations may exist that it did not find.
+    truncated: bool,
 }
 
 impl Finder {
@@ -736,11 +798,27 @@ impl Finder {
         let d = l.index.decl(target).clone();
         let name = d.name.clone();
         let mut out = Vec::new();
+        let target_node = d.node;
         for (frag, site) in unit_uses(l, &name) {
+            // A call of another overload of the same name (by its number
+            // of operands) is no use of this one.
+            if !may_call(site.call, target_node) || names_definition(site.node) {
+                continue;
+            }
             let (enclosing, scope) = self.enclosing(l, site.node);
             let mut envs = match enclosing {
                 Some(f) if l.index.decl(f).template.is_some() => {
                     if depth >= MAX_DEPTH || f == target {
+                        // Instantiations reached only through here are
+                        // not followed.
+                        if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
+                            eprintln!(
+                                "search for {} stops at {} (depth {depth})",
+                                d.name,
+                                l.index.decl(f).name
+                            );
+                        }
+                        self.truncated = true;
                         continue;
                     }
                     self.envs_of(l, f, depth + 1)
@@ -765,6 +843,10 @@ impl Finder {
                     out.push(tuple);
                 }
                 if out.len() >= MAX_TUPLES {
+                    if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
+                        eprintln!("search for {} stops at its cap (depth {depth})", d.name);
+                    }
+                    self.truncated = true;
                     return out;
                 }
             }
@@ -1175,15 +1257,22 @@ impl Finder {
 
     /// The template environments a host function template is instantiated with.
     fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> Vec<TemplateEnv> {
-        if let Some(e) = self.envs.get(&f) {
-            return e.clone();
+        if let Some((searched, short, e)) = self.envs.get(&f) {
+            if *searched <= depth || !*short {
+                self.truncated |= *short;
+                return e.clone();
+            }
         }
-        self.envs.insert(f, Vec::new());
+        // (A search of `f` within its own search finds nothing.)
+        self.envs.insert(f, (depth, false, Vec::new()));
         let d = l.index.decl(f).clone();
         let Some(params) = d.template else {
             return vec![TemplateEnv::default()];
         };
+        let outer = std::mem::take(&mut self.truncated);
         let tuples = self.tuples_of(l, f, depth);
+        let short = self.truncated;
+        self.truncated |= outer;
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
@@ -1194,7 +1283,7 @@ impl Finder {
             .iter()
             .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::default(), true))
             .collect();
-        self.envs.insert(f, envs.clone());
+        self.envs.insert(f, (depth, short, envs.clone()));
         envs
     }
 

@@ -3137,6 +3137,19 @@ impl<'a> Encoder<'a> {
         out
     }
 
+    /// What the kernel promises (`AccessModel::promises`), for both threads:
+    /// a witness is an execution without undefined behaviour.
+    fn promise_facts(&mut self) -> Vec<Bool> {
+        let model = self.model;
+        let mut out = Vec::new();
+        for p in &model.promises {
+            for inst in 0..2 {
+                out.push(self.enc_bool(p, inst));
+            }
+        }
+        out
+    }
+
     /// Facts about symbols: uniform symbols agree between the threads that
     /// share them; loads from memory nobody writes agree when their addresses do.
     /// A thread in iteration `k` of a loop whose exit count `N` is shared
@@ -3664,6 +3677,7 @@ impl<'a> Encoder<'a> {
         let mut syms = [self.symbols_of_record(i), self.symbols_of_record(j)];
         let (conflict, side) = self.conflict(a, b, shared);
         let mut facts = self.shape_facts();
+        facts.extend(self.promise_facts());
         facts.extend(side);
         self.exit_facts(&mut syms, &mut facts);
         self.symbol_facts(&syms, [&a.loops, &b.loops], &mut facts);

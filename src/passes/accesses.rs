@@ -94,6 +94,7 @@ pub fn build(kernel: &Kernel, warp_size: u32, facts: &[crate::ir::LaunchFact], l
             syncs: Vec::new(),
             loops: Vec::new(),
             assumptions: Vec::new(),
+            promises: Vec::new(),
             evaluated: Vec::new(),
             warp_size,
             unknowns: Vec::new(),
@@ -415,9 +416,16 @@ impl<'k> Exec<'k> {
                 st.pc = self.terms().bool(false);
                 st.reach = self.terms().bool(false);
             }
-            StmtKind::Assume(e) => {
+            StmtKind::Assume(e) | StmtKind::Promise(e) => {
                 let c = self.eval(st, e);
                 let c = self.terms().cast(ScalarTy::Bool, c);
+                if matches!(s.kind, StmtKind::Promise(_)) {
+                    // Wherever the thread gets here, the fact holds.
+                    let pc = st.pc.clone();
+                    let away = self.terms().not(pc);
+                    let kept = self.terms().or(away, c.clone());
+                    self.model.promises.push(kept);
+                }
                 let pc = st.pc.clone();
                 st.pc = self.terms().and(pc, c.clone());
                 let reach = st.reach.clone();

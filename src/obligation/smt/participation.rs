@@ -99,6 +99,7 @@ impl Encoder<'_> {
     /// The goal's formula and the facts it needs.
     fn goal_formula(&mut self, goal: Goal, parts: &Parts) -> (Bool, Vec<Bool>) {
         let mut facts = self.shape_facts();
+        facts.extend(self.promise_facts());
         // Each thread evaluates its conditions up to the first that fails
         // (`no_overflow_guarded`). The second thread's may fail earlier than
         // at this iteration of a loop around the collective: that is a
