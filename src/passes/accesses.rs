@@ -395,6 +395,7 @@ impl<'k> Exec<'k> {
                 // not by everything the thread passed before the call, so
                 // it is as uniform as what the function computes from.
                 let rec_mark = self.model.records.len();
+                let promise_mark = self.model.promises.len();
                 let parked_marks = self.parked_marks();
                 let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
                 self.block(st, body);
@@ -409,6 +410,12 @@ impl<'k> Exec<'k> {
                 }
                 st.pc = self.terms().and(entry_pc.clone(), st.pc.clone());
                 self.enter_since(&entry_pc, None, rec_mark, &parked_marks);
+                // A promise made inside holds where the block was entered.
+                let t = &mut self.model.terms;
+                let away = t.not(entry_pc);
+                for p in &mut self.model.promises[promise_mark..] {
+                    *p = t.or(away.clone(), p.clone());
+                }
             }
             StmtKind::Exit { label, kind } => {
                 let key = (*label, *kind == ExitKind::Continue);
@@ -967,6 +974,7 @@ impl<'k> Exec<'k> {
         let rec_mark = self.model.records.len();
         let sync_mark = self.model.syncs.len();
         let loop_mark = self.model.loops.len();
+        let promise_mark = self.model.promises.len();
         let parked_marks = self.parked_marks();
         let entry_pc = std::mem::replace(&mut st.pc, self.model.terms.bool(true));
         let entry_reach = std::mem::replace(&mut st.reach, self.model.terms.bool(true));
@@ -1236,6 +1244,10 @@ impl<'k> Exec<'k> {
             t.and(entry_pc.clone(), all)
         };
         self.enter_since(&guard, Some(&entry_reach), rec_mark, &parked_marks);
+        // Promises made in the body speak of one iteration, in the body's
+        // own terms (before the loop-carried values' closed forms): left
+        // out, which only admits more witnesses.
+        self.model.promises.truncate(promise_mark);
         for r in &mut self.model.syncs[sync_mark..] {
             r.reach = self.model.terms.and(entry_reach.clone(), r.reach.clone());
         }
