@@ -56,9 +56,10 @@ pub struct KernelEntry {
     /// How many of them were lowered: the kept ones, those that lowered to
     /// the same code as a kept one, and those that only trap.
     pub covered: usize,
-    /// The search for instantiations stopped at its cap
-    /// ([`lower::instantiate::MAX_TUPLES`]) and no lowering with symbolic
-    /// arguments covers the rest: more may exist, unchecked.
+    /// The search for instantiations stopped short (at its cap,
+    /// [`lower::instantiate::MAX_TUPLES`], here or on the way: see
+    /// `KernelUses::complete`) and no lowering with symbolic arguments
+    /// covers the rest: more may exist, unchecked.
     pub more_instantiations: bool,
     /// The lowered instantiations, the most determined first.
     pub kernels: Vec<Kernel>,
@@ -387,7 +388,8 @@ fn lower_files_streaming(
             // constexpr` on them, sizes of unknown types as symbols), under
             // the launch sites' shapes (their facts hold for their own
             // arguments only, so they are dropped). The search for
-            // instantiations stops at its own cap too: then more may exist.
+            // instantiations stops short too (at its cap, here or at a host
+            // template on the way): then more may exist.
             let mut more = !def.template_params.is_empty() && !uses.complete;
             let mut cover = None;
             if (covered < tuples.len() || more) && !def.template_params.is_empty() {

@@ -100,7 +100,7 @@ pub struct KernelUses {
     /// enclosing template's parameters unknown (launch facts dropped): what
     /// any instantiation launches with, those the search for tuples never
     /// reached included. `None` when no site launches the kernel, or when
-    /// the search found fewer than [`MAX_TUPLES`] tuples (it is complete).
+    /// the search is [`complete`](Self::complete).
     pub every_site: Option<Vec<LaunchShape>>,
     /// The search found every instantiation the unit names: it stopped
     /// short nowhere (see `Finder::truncated`).
