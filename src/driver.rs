@@ -1674,6 +1674,21 @@ mod tests {
     }
 
     #[test]
+    fn a_call_without_operands_may_call_a_function_of_void() {
+        // `(void)` declares no parameter: `launch<3>()` fits it.
+        let entries = entries_of(
+            "template <int N> __global__ void k(int * p) { p[threadIdx.x] = N; }
+             int * buf;
+             template <int N> void launch(void) { k<N><<<1, 32>>>(buf); }
+             void host() { launch<3>(); }",
+        );
+        let e = &entries[0];
+        assert_eq!(e.instantiations, 1, "{e:?}");
+        let args: Vec<String> = e.kernels[0].template_args.iter().map(|a| a.value.clone()).collect();
+        assert_eq!(args, ["3"]);
+    }
+
+    #[test]
     fn a_search_cut_short_on_the_way_leaves_the_rest_to_a_cover() {
         // `k<1>` is reached through four enclosing templates, past the
         // search's depth: the `k<2>` found directly is not all of them.

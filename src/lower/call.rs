@@ -116,6 +116,25 @@ fn function_params<'u>(function: Node<'u>) -> Option<Vec<Node<'u>>> {
     None
 }
 
+/// Whether a function with parameter declarations `params` takes `n`
+/// operands: at least those without a default, at most all of them (any
+/// number past a parameter pack).
+fn takes_operands(params: &[Node], n: usize) -> bool {
+    let variadic = params.iter().any(|p| p.kind_name() == "variadic_parameter_declaration");
+    let required = params
+        .iter()
+        .filter(|p| p.kind_name() == "parameter_declaration")
+        .count();
+    n >= required && (variadic || n <= params.len())
+}
+
+/// Whether `function` (a definition or declaration) may be called with
+/// `n` operands (see [`takes_operands`]); `true` where its parameters are
+/// not found.
+pub(super) fn may_take_operands(function: Node, n: usize) -> bool {
+    function_params(function).is_none_or(|params| takes_operands(&params, n))
+}
+
 /// `f(void)`.
 fn is_void(p: Node) -> bool {
     p.field("type")
@@ -421,12 +440,7 @@ impl<'u> Lowerer<'u> {
     ) -> Option<(TemplateEnv, u32)> {
         let d = self.index.decl(id).clone();
         let params = function_params(d.node)?;
-        let variadic = params.iter().any(|p| p.kind_name() == "variadic_parameter_declaration");
-        let required = params
-            .iter()
-            .filter(|p| p.kind_name() == "parameter_declaration")
-            .count();
-        if operands.len() < required || (!variadic && operands.len() > params.len()) {
+        if !takes_operands(&params, operands.len()) {
             return None;
         }
         let base_ctx = self.callee_ctx(id, class, &TemplateEnv::default());

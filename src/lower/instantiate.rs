@@ -678,33 +678,11 @@ fn names_definition(name: Node) -> bool {
 }
 
 /// Whether `call` (a call's node; `None`: not a call) may call `function`,
-/// by its number of operands: between the parameters without a default and
-/// all of them (any number past a parameter pack).
+/// by its number of operands (`call::may_take_operands`, as overload
+/// resolution counts them).
 fn may_call(call: Option<Node>, function: Node) -> bool {
-    let (Some(call), Some(params)) = (call, parameter_list(function)) else {
-        return true;
-    };
-    let Some(operands) = call.field("arguments") else {
-        return true;
-    };
-    let params = named_children(params);
-    if params.iter().any(|p| p.kind_name() == "variadic_parameter_declaration") {
-        return true;
-    }
-    let all = params
-        .iter()
-        .filter(|p| {
-            matches!(
-                p.kind_name(),
-                "parameter_declaration" | "optional_parameter_declaration"
-            )
-        })
-        .count();
-    let required = params
-        .iter()
-        .filter(|p| p.kind_name() == "parameter_declaration")
-        .count();
-    (required..=all).contains(&named_children(operands).len())
+    call.and_then(|c| c.field("arguments"))
+        .is_none_or(|operands| super::call::may_take_operands(function, named_children(operands).len()))
 }
 
 /// The parameter list of a function definition or declaration.
