@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 dir="${1:-${WARPDRF_LLAMA_DIR:?set WARPDRF_LLAMA_DIR or pass a folder}}"
 runs="${2:-5}"
 cargo build --release --quiet
-bin=target/release/warpdrf
+bin=${WARPDRF_BIN:-target/release/warpdrf}
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c 0)
 times=()

@@ -51,7 +51,7 @@ pub struct KernelEntry {
     /// The whole definition, `template <…>` included.
     pub definition: Span,
     pub template_params: Vec<String>,
-    /// Distinct template argument tuples found for it (in the unit that lowered it).
+    /// Distinct template argument tuples found for it (in every unit that includes it).
     pub instantiations: usize,
     /// How many of them were lowered: the kept ones, those that lowered to
     /// the same code as a kept one, and those that only trap.
@@ -153,9 +153,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Every kernel of the inputs. A kernel defined in a header many units include
-/// is lowered in the first unit that gives it fully determined template
-/// arguments (else in the first unit that has it, with symbolic parameters).
+/// Every kernel of the inputs. A kernel defined in a header many units
+/// include gets the instantiations and launches of all of them (each unit
+/// adds what its own files name: `kernel_uses_beyond`); each instantiation
+/// is lowered in the first unit that names it, and a cover of those past
+/// the caps in the last unit that reads the header.
 pub fn lower_all(
     db: &mut SourceDb,
     inputs: &Inputs,
@@ -183,9 +185,8 @@ pub fn lower_files(
 }
 
 /// [`lower_files`], handing each entry to `settled` as soon as no later
-/// unit can replace it (its instantiations are fully determined: later
-/// units skip its definition), so that checking can start while the
-/// front end goes on.
+/// unit can add to it (the last unit that reads its file has been read),
+/// so that checking can start while the front end goes on.
 fn lower_files_streaming(
     db: &mut SourceDb,
     units: Vec<FileId>,
@@ -232,49 +233,52 @@ fn lower_files_streaming(
         lower: lower_options,
         ..options.clone()
     };
-    let mut entries: Vec<KernelEntry> = Vec::new();
-    let mut by_site: HashMap<(FileId, u32), usize> = HashMap::default();
-    let mut determined: HashMap<(FileId, u32), bool> = HashMap::default();
-    let mut kernels_in_file: HashMap<FileId, Vec<(FileId, u32)>> = HashMap::default();
-    let mut diagnostics = Vec::new();
-    let mut included: crate::hash::HashSet<FileId> = Default::default();
-    let mut queue: Vec<FileId> = units;
-    let mut next_header = 0;
-    let mut i = 0;
-    loop {
-        if i == queue.len() {
-            // Headers with kernels that no unit included are units of their own.
-            while next_header < headers.len() {
-                let h = headers[next_header];
-                next_header += 1;
-                if !included.contains(&h) && db.file(h).text.contains("__global__") {
-                    queue.push(h);
-                    break;
-                }
-            }
-            if i == queue.len() {
-                break;
-            }
+    // The units in the order they are read, and for each file the last
+    // unit that reads it: a kernel's uses are gathered from every unit
+    // that includes its definition or declares it, and it is settled after
+    // the last.
+    let plan = plan_units(db, &mut session, units, headers);
+    let mut last_reader: HashMap<FileId, usize> = HashMap::default();
+    for (at, (_, files)) in plan.iter().enumerate() {
+        for &f in files {
+            last_reader.insert(f, at);
         }
-        let root = queue[i];
-        i += 1;
+    }
+    // Files that may declare a kernel, by the identifiers they hold: a unit
+    // that launches a kernel defined elsewhere reads its declaration (whose
+    // `__global__` may come from a macro).
+    let declaring = identifiers_of(last_reader.keys().map(|&f| (f, db.file(f).text.as_str())));
+    let settle_at = |def: &lower::KernelDef| -> usize {
+        let named = declaring.get(&def.name).map_or(&[][..], Vec::as_slice);
+        std::iter::once(&def.span.file)
+            .chain(named)
+            .filter_map(|f| last_reader.get(f).copied())
+            .max()
+            .unwrap_or(0)
+    };
+    let mut entries: Vec<KernelEntry> = Vec::new();
+    let mut gathering: HashMap<(FileId, u32), Gathered> = HashMap::default();
+    // Sites of the kernels defined so far, by name.
+    let mut by_name: HashMap<String, Vec<(FileId, u32)>> = HashMap::default();
+    // Uses of kernels declared in a unit before any unit defined them.
+    let mut foreign: HashMap<String, Found> = HashMap::default();
+    let mut diagnostics = Vec::new();
+    for (at, (root, files)) in plan.into_iter().enumerate() {
+        // A unit that sees no kernel adds nothing to the listing, and
+        // settles what is due without a definition to lower.
+        if !files.iter().any(|&f| db.file(f).text.contains("__global__")) {
+            for (_, g) in due(&mut gathering, at) {
+                let entry = g.settle(None);
+                settled(&entry);
+                entries.push(entry);
+            }
+            continue;
+        }
         let unit = {
             let _s = crate::profile::stage("preprocess");
             session.preprocess(db, root)
         };
-        included.extend(unit.files.iter().copied());
         diagnostics.extend(unit.diagnostics.iter().cloned());
-        // A unit that defines no new kernel and whose headers' kernels all have
-        // determined instantiations adds nothing to the listing.
-        let adds_nothing = unit.files.iter().all(|&f| {
-            !db.file(f).text.contains("__global__")
-                || kernels_in_file
-                    .get(&f)
-                    .is_some_and(|sites: &Vec<(FileId, u32)>| sites.iter().all(|s| determined.get(s) == Some(&true)))
-        });
-        if adds_nothing {
-            continue;
-        }
         let _s = crate::profile::stage("index+lower");
         let index = lower::Index::build(&unit);
         for frag in &unit.fragments {
@@ -291,47 +295,39 @@ fn lower_files_streaming(
                 });
             }
         }
-        let defs = lower::kernel_defs(&index);
-        for def in &defs {
-            let sites = kernels_in_file.entry(def.span.file).or_default();
-            let site = (def.span.file, def.span.start);
-            if !sites.contains(&site) {
-                sites.push(site);
-            }
-        }
-        for def in defs {
-            if options.kernel.as_ref().is_some_and(|k| *k != def.name) {
-                determined.insert((def.span.file, def.span.start), true);
+        let wanted = |name: &str| options.kernel.as_ref().is_none_or(|k| k == name);
+        // The kernels defined here, by site.
+        let mut here: HashMap<(FileId, u32), lower::DeclId> = HashMap::default();
+        for def in lower::kernel_defs(&index) {
+            if !wanted(&def.name) {
                 continue;
             }
             let site = (def.span.file, def.span.start);
-            if determined.get(&site) == Some(&true) {
-                continue;
-            }
-            let uses = lower::instantiate::kernel_uses(&unit, &index, &options.lower, def.decl);
-            let (tuples, launches) = if def.template_params.is_empty() {
-                (vec![Vec::new()], uses.launches)
+            here.insert(site, def.decl);
+            let g = gathering.entry(site).or_insert_with(|| {
+                let mut g = Gathered::new(&def, settle_at(&def));
+                by_name.entry(def.name.clone()).or_default().push(site);
+                if let Some(f) = foreign.get(&def.name) {
+                    g.unlowered = g.found.join(f.clone());
+                }
+                g
+            });
+            let lower_in = (&unit, &index, &options.lower, def.decl);
+            let fresh = g.search(lower_in);
+            let mut candidates = std::mem::take(&mut g.unlowered);
+            candidates.extend(fresh);
+            let candidates = if candidates.is_empty() {
+                candidates
             } else {
-                (uses.tuples, uses.launches)
-            };
-            let fully = def.template_params.is_empty()
-                || tuples
-                    .first()
-                    .is_some_and(|t| !t.is_empty() && t.iter().all(Option::is_some));
-            if by_site.contains_key(&site) && !fully {
-                continue;
-            }
-            let candidates: Vec<Vec<Option<lower::TArg>>> = if tuples.is_empty() {
-                vec![Vec::new()]
-            } else {
-                diverse_order(&tuples)
+                diverse_order(&candidates)
             };
             if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
                 eprintln!(
-                    "{} in {}: {} tuple(s), in the order tried:",
+                    "{} in {}: {} new tuple(s) of {}, in the order tried:",
                     def.name,
                     db.file(root).path.display(),
-                    tuples.len()
+                    candidates.len(),
+                    g.found.tuples.len()
                 );
                 for t in &candidates {
                     let args: Vec<String> = t
@@ -341,82 +337,396 @@ fn lower_files_streaming(
                     eprintln!("  <{}>", args.join(", "));
                 }
             }
-            // Instantiations that only trap (variants compiled out with
-            // NO_DEVICE_CODE) say little: prefer ones that run code.
-            let mut kernels: Vec<Kernel> = Vec::new();
-            let mut blocks: Vec<Option<Vec<LaunchShape>>> = Vec::new();
-            let mut trapping: Vec<(Kernel, Option<Vec<LaunchShape>>)> = Vec::new();
-            let mut covered = 0;
-            // Where every instantiation found can be lowered, all are kept:
-            // the cap would leave the condition unknown for the rest.
-            let keep = if candidates.len() <= MAX_TRIED {
-                MAX_TRIED
-            } else {
-                MAX_LOWERED
-            };
-            for args in candidates.iter().take(MAX_TRIED) {
-                let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, args);
-                let b = launch_blocks(&launches, args, &k);
-                let same = kernels
-                    .iter()
-                    .position(|x| x.body == k.body && x.syms == k.syms && x.objects == k.objects);
-                if k.always_traps() {
-                    trapping.push((k, b));
-                } else if let Some(at) = same {
-                    // The same code: its launch shapes join the kept one's.
-                    blocks[at] = match (blocks[at].take(), b) {
-                        (Some(mut old), Some(new)) => {
-                            for s in new {
-                                if !old.contains(&s) {
-                                    old.push(s);
-                                }
-                            }
-                            Some(old)
-                        }
-                        _ => None,
-                    };
-                } else if kernels.len() == keep {
-                    break;
-                } else {
-                    kernels.push(k);
-                    blocks.push(b);
-                }
-                covered += 1;
+            g.lower(lower_in, &candidates);
+            if last_reader.get(&def.span.file) == Some(&at) && g.settle_at > at {
+                g.cover_early(lower_in);
             }
-            // Instantiations past the cap: one lowering with every template
-            // argument symbolic covers them all (both arms of an `if
-            // constexpr` on them, sizes of unknown types as symbols), under
-            // the launch sites' shapes (their facts hold for their own
-            // arguments only, so they are dropped). The search for
-            // instantiations stops short too (at its cap, here or at a host
-            // template on the way): then more may exist.
-            let mut more = !def.template_params.is_empty() && !uses.complete;
-            let mut cover = None;
-            if (covered < tuples.len() || more) && !def.template_params.is_empty() {
-                let args = cover_args(def.template_params.len(), &tuples, more);
-                let k = lower::lower_kernel(&unit, &index, &options.lower, def.decl, &args);
+        }
+        // Kernels this unit declares but does not define: another unit
+        // defines (and lowers) them, and this one may launch them.
+        for (name, decl) in lower::declared_kernels(&index) {
+            if !wanted(&name) {
+                continue;
+            }
+            let lower_in = (&unit, &index, &options.lower, decl);
+            match by_name.get(&name) {
+                Some(sites) => {
+                    for site in sites {
+                        if let Some(g) = gathering.get_mut(site) {
+                            let fresh = g.search(lower_in);
+                            g.unlowered.extend(fresh);
+                        }
+                    }
+                }
+                None => {
+                    let f = foreign.entry(name).or_default();
+                    let mut uses =
+                        lower::instantiate::kernel_uses_beyond(&unit, &index, &options.lower, decl, &f.searched);
+                    if index.decl(decl).template.is_none() {
+                        uses.tuples = vec![Vec::new()];
+                    }
+                    f.add(uses, &unit.files);
+                }
+            }
+        }
+        for (site, g) in due(&mut gathering, at) {
+            let entry = g.settle(here.get(&site).map(|&d| (&unit, &index, &options.lower, d)));
+            settled(&entry);
+            entries.push(entry);
+        }
+    }
+    // (Every kernel is due by the last unit.)
+    for (_, g) in due(&mut gathering, usize::MAX) {
+        let entry = g.settle(None);
+        settled(&entry);
+        entries.push(entry);
+    }
+    entries.sort_by(|a, b| {
+        let ka = (db.name(a.span.file).to_string(), a.span.start);
+        let kb = (db.name(b.span.file).to_string(), b.span.start);
+        ka.cmp(&kb)
+    });
+    let mut seen = crate::hash::HashSet::default();
+    diagnostics.retain(|d| seen.insert(d.clone()));
+    (entries, diagnostics)
+}
+
+/// A kernel's uses as gathered unit by unit (see `lower_files_streaming`):
+/// the union of what every unit that includes its definition instantiates
+/// and launches, and the instantiations lowered so far, each in the unit
+/// that first named it.
+struct Gathered {
+    name: String,
+    span: Span,
+    definition: Span,
+    template_params: Vec<String>,
+    /// What the units found of it.
+    found: Found,
+    /// Tuples found where the definition was not seen (a unit that only
+    /// declares the kernel), not yet lowered.
+    unlowered: Vec<Tuple>,
+    /// Lowered instantiations, each with the tuples that lowered to its code.
+    kernels: Vec<(Kernel, Vec<Tuple>)>,
+    /// Lowerings that only trap (variants compiled out with NO_DEVICE_CODE).
+    trapping: Vec<(Kernel, Tuple)>,
+    /// Tuples lowered (kept, same code as a kept one, or trapping).
+    covered: usize,
+    /// Tuples taken from the candidates, toward [`MAX_TRIED`].
+    tried: usize,
+    /// The kept lowerings reached their cap: no more are lowered.
+    full: bool,
+    /// A template no unit names an instantiation of, lowered with every
+    /// argument symbolic where it was first seen.
+    unnamed: Option<Kernel>,
+    /// The unit after which no other can add to it (see `settle_at`).
+    settle_at: usize,
+    /// The cover, lowered in the last unit that reads the definition when
+    /// a later one settles the kernel (see [`EarlyCover`]).
+    early_cover: Option<EarlyCover>,
+}
+
+/// A cover lowered before the kernel is settled, and how many tuples had
+/// been found then and whether a search had stopped short: its arguments
+/// are those of a settlement that finds the same.
+struct EarlyCover {
+    kernel: Kernel,
+    tuples: usize,
+    short: bool,
+}
+
+/// A kernel's uses, unit by unit: the union of what each found.
+#[derive(Clone, Default)]
+struct Found {
+    /// Distinct template argument tuples, in the order found.
+    tuples: Vec<Tuple>,
+    launches: Vec<lower::instantiate::LaunchSite>,
+    /// Some unit's search stopped short (`KernelUses::complete`).
+    short: bool,
+    /// The shapes of every launch site of the units whose search stopped
+    /// short (`KernelUses::every_site`).
+    every_site: Option<Vec<LaunchShape>>,
+    /// The shapes of the launches of the units whose search was complete,
+    /// facts dropped.
+    complete_sites: Vec<LaunchShape>,
+    /// The files whose roots were followed (`kernel_uses_beyond`).
+    searched: crate::hash::HashSet<FileId>,
+}
+
+impl Found {
+    /// Adds one unit's `uses` (read in `files`); gives the tuples new here.
+    fn add(&mut self, uses: lower::instantiate::KernelUses, files: &[FileId]) -> Vec<Tuple> {
+        self.searched.extend(files.iter().copied());
+        let fresh: Vec<Tuple> = uses.tuples.into_iter().filter(|t| !self.tuples.contains(t)).collect();
+        self.tuples.extend(fresh.iter().cloned());
+        self.short |= !uses.complete;
+        if uses.complete {
+            for b in uses.launches.iter().flat_map(|l| &l.blocks) {
+                let b = LaunchShape {
+                    facts: Vec::new(),
+                    ..b.clone()
+                };
+                if !self.complete_sites.contains(&b) {
+                    self.complete_sites.push(b);
+                }
+            }
+        }
+        for l in uses.launches {
+            if !self.launches.contains(&l) {
+                self.launches.push(l);
+            }
+        }
+        if let Some(shapes) = uses.every_site {
+            let every = self.every_site.get_or_insert_with(Vec::new);
+            for s in shapes {
+                if !every.contains(&s) {
+                    every.push(s);
+                }
+            }
+        }
+        fresh
+    }
+
+    /// Adds what `other` found; gives the tuples new here.
+    fn join(&mut self, other: Found) -> Vec<Tuple> {
+        let uses = lower::instantiate::KernelUses {
+            tuples: other.tuples,
+            launches: other.launches,
+            every_site: other.every_site,
+            complete: !other.short,
+        };
+        let searched: Vec<FileId> = other.searched.into_iter().collect();
+        let fresh = self.add(uses, &searched);
+        for s in other.complete_sites {
+            if !self.complete_sites.contains(&s) {
+                self.complete_sites.push(s);
+            }
+        }
+        fresh
+    }
+}
+
+type Tuple = lower::instantiate::Tuple;
+
+/// What a kernel is lowered in: the unit, its index, the options and the
+/// kernel's declaration there.
+type LowerIn<'a, 'u> = (
+    &'a preprocess::Unit,
+    &'a lower::Index<'u>,
+    &'a LowerConfig,
+    lower::DeclId,
+);
+
+impl Gathered {
+    fn new(def: &lower::KernelDef, settle_at: usize) -> Gathered {
+        Gathered {
+            name: def.name.clone(),
+            span: def.span,
+            definition: def.definition,
+            template_params: def.template_params.clone(),
+            found: Found::default(),
+            unlowered: Vec::new(),
+            kernels: Vec::new(),
+            trapping: Vec::new(),
+            covered: 0,
+            tried: 0,
+            full: false,
+            unnamed: None,
+            settle_at,
+            early_cover: None,
+        }
+    }
+
+    /// Lowers the cover now, in the last unit that reads the definition,
+    /// where a later unit settles the kernel and one is needed so far.
+    fn cover_early(&mut self, (unit, index, config, decl): LowerIn) {
+        let more = !self.template_params.is_empty() && self.found.short;
+        if self.template_params.is_empty() || !(self.covered < self.found.tuples.len() || more) {
+            return;
+        }
+        let args = cover_args(self.template_params.len(), &self.found.tuples, more);
+        self.early_cover = Some(EarlyCover {
+            kernel: lower::lower_kernel(unit, index, config, decl, &args),
+            tuples: self.found.tuples.len(),
+            short: self.found.short,
+        });
+    }
+
+    /// This unit's uses of the kernel, `decl` here: past the caps, what a
+    /// unit instantiates is left to the cover (checked under the shapes of
+    /// every launch site), and only its launch shapes are read. Gives the
+    /// tuples new here.
+    fn search(&mut self, (unit, index, config, decl): LowerIn) -> Vec<Tuple> {
+        let uses = if self.saturated() {
+            lower::instantiate::KernelUses {
+                tuples: Vec::new(),
+                launches: Vec::new(),
+                every_site: lower::instantiate::every_launch_shape(unit, index, config, decl),
+                complete: false,
+            }
+        } else {
+            let mut uses = lower::instantiate::kernel_uses_beyond(unit, index, config, decl, &self.found.searched);
+            if self.template_params.is_empty() {
+                uses.tuples = vec![Vec::new()];
+            }
+            uses
+        };
+        self.found.add(uses, &unit.files)
+    }
+
+    /// No more instantiations are lowered: the cover checks the rest.
+    fn saturated(&self) -> bool {
+        !self.template_params.is_empty() && (self.full || self.tried >= MAX_TRIED)
+    }
+
+    /// Lowers `candidates` (new tuples, in the order to try) in this unit,
+    /// up to the caps: [`MAX_TRIED`] tried, and where more are found than
+    /// that, [`MAX_LOWERED`] kept. Instantiations that only trap say
+    /// little: ones that run code are preferred.
+    fn lower(&mut self, (unit, index, config, decl): LowerIn, candidates: &[Tuple]) {
+        if self.template_params.is_empty() || self.found.tuples.is_empty() {
+            if self.kernels.is_empty() && self.trapping.is_empty() && self.unnamed.is_none() {
+                let k = lower::lower_kernel(unit, index, config, decl, &[]);
+                if self.template_params.is_empty() {
+                    self.covered = 1;
+                    self.tried = 1;
+                    if k.always_traps() {
+                        self.trapping.push((k, Vec::new()));
+                    } else {
+                        self.kernels.push((k, vec![Vec::new()]));
+                    }
+                } else {
+                    self.unnamed = Some(k);
+                }
+            }
+            return;
+        }
+        // Where every instantiation found can be lowered, all are kept:
+        // the cap would leave the condition unknown for the rest.
+        let keep = if self.found.tuples.len() <= MAX_TRIED {
+            MAX_TRIED
+        } else {
+            MAX_LOWERED
+        };
+        for args in candidates {
+            if self.full || self.tried == MAX_TRIED {
+                break;
+            }
+            self.tried += 1;
+            let k = lower::lower_kernel(unit, index, config, decl, args);
+            let same = self
+                .kernels
+                .iter()
+                .position(|(x, _)| x.body == k.body && x.syms == k.syms && x.objects == k.objects);
+            if k.always_traps() {
+                self.trapping.push((k, args.clone()));
+            } else if let Some(at) = same {
+                // The same code: its launch shapes join the kept one's.
+                self.kernels[at].1.push(args.clone());
+            } else if self.kernels.len() >= keep {
+                self.full = true;
+                break;
+            } else {
+                self.kernels.push((k, vec![args.clone()]));
+            }
+            self.covered += 1;
+        }
+    }
+
+    /// The entry, with a lowering that covers the instantiations past the
+    /// caps lowered in `unit` (none without one: they stay unchecked).
+    fn settle(self, unit: Option<LowerIn>) -> KernelEntry {
+        let Gathered {
+            name,
+            span,
+            definition,
+            template_params,
+            found:
+                Found {
+                    tuples,
+                    launches,
+                    short,
+                    every_site,
+                    complete_sites,
+                    ..
+                },
+            kernels: lowered,
+            trapping,
+            mut covered,
+            unnamed,
+            early_cover,
+            ..
+        } = self;
+        // Each kept lowering launches with the shapes of every site of the
+        // tuples that lowered to its code (`None`: one of them is launched
+        // by no site, and may run with any shape).
+        let shapes_of = |k: &Kernel, of: &[Tuple]| -> Option<Vec<LaunchShape>> {
+            let mut all: Vec<LaunchShape> = Vec::new();
+            for t in of {
+                for s in launch_blocks(&launches, t, k)? {
+                    if !all.contains(&s) {
+                        all.push(s);
+                    }
+                }
+            }
+            Some(all)
+        };
+        let mut kernels: Vec<Kernel> = Vec::new();
+        let mut blocks: Vec<Option<Vec<LaunchShape>>> = Vec::new();
+        for (k, of) in lowered {
+            blocks.push(shapes_of(&k, &of));
+            kernels.push(k);
+        }
+        // Instantiations past the cap: one lowering with every template
+        // argument symbolic covers them all (both arms of an `if
+        // constexpr` on them, sizes of unknown types as symbols), under
+        // the launch sites' shapes (their facts hold for their own
+        // arguments only, so they are dropped). The search for
+        // instantiations stops short too (at its cap, here or at a host
+        // template on the way): then more may exist.
+        let mut more = !template_params.is_empty() && short;
+        let mut cover = None;
+        if (covered < tuples.len() || more) && !template_params.is_empty() {
+            let lowered = match unit {
+                Some((unit, index, config, decl)) => {
+                    let args = cover_args(template_params.len(), &tuples, more);
+                    Some(lower::lower_kernel(unit, index, config, decl, &args))
+                }
+                // Lowered where the definition was last seen, and still
+                // what covers them if no unit since found more.
+                None => early_cover
+                    .filter(|c| c.tuples == tuples.len() && c.short == short)
+                    .map(|c| c.kernel),
+            };
+            if let Some(k) = lowered {
                 // Past the search's cap, instantiations launch with the
                 // shapes of every site as their templates' unknown
                 // parameters allow; else with those of the sites found, and
                 // one no site launches may run with any shape.
+                let sites = launches.iter().try_fold(Vec::new(), |mut all, site| {
+                    for b in &site.blocks {
+                        let b = LaunchShape {
+                            facts: Vec::new(),
+                            ..b.clone()
+                        };
+                        if !all.contains(&b) {
+                            all.push(b);
+                        }
+                    }
+                    (!site.blocks.is_empty()).then_some(all)
+                });
                 let shapes: Option<Vec<LaunchShape>> = if more {
-                    uses.every_site.clone()
+                    // Units whose search was complete gave each of their
+                    // sites as launches: those the shapes of every site
+                    // elsewhere do not include join them.
+                    let mut every = every_site.unwrap_or_default();
+                    for s in complete_sites {
+                        if !every.iter().any(|e| includes(e, &s)) {
+                            every.push(s);
+                        }
+                    }
+                    Some(every)
                 } else {
-                    launches
-                        .iter()
-                        .try_fold(Vec::new(), |mut all, site| {
-                            for b in &site.blocks {
-                                let b = LaunchShape {
-                                    facts: Vec::new(),
-                                    ..b.clone()
-                                };
-                                if !all.contains(&b) {
-                                    all.push(b);
-                                }
-                            }
-                            (!site.blocks.is_empty()).then_some(all)
-                        })
-                        .filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
+                    sites.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
                 };
                 // Only a lowering as complete as the ones checked covers
                 // them: each construct it could not model is one they could
@@ -433,11 +743,10 @@ fn lower_files_streaming(
                     .collect();
                 if std::env::var("WARPDRF_DEBUG_COVER").is_ok() {
                     for u in &missing {
-                        eprintln!("cover of {}: {} at {:?}", def.name, u.reason, u.span);
+                        eprintln!("cover of {name}: {} at {:?}", u.reason, u.span);
                     }
                 }
-                let as_complete = missing.is_empty();
-                if as_complete {
+                if missing.is_empty() {
                     if !k.always_traps() {
                         cover = Some(kernels.len());
                         kernels.push(k);
@@ -447,49 +756,130 @@ fn lower_files_streaming(
                     more = false;
                 }
             }
-            if kernels.is_empty() {
-                for (k, b) in trapping.into_iter().take(1) {
-                    kernels.push(k);
-                    blocks.push(b);
-                }
+        }
+        if kernels.is_empty() {
+            if let Some(k) = unnamed.filter(|_| tuples.is_empty()) {
+                covered = 1;
+                kernels.push(k);
+                blocks.push(None);
             }
-            let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
-            unknowns.sort();
-            unknowns.dedup();
-            let entry = KernelEntry {
-                name: def.name.clone(),
-                span: def.span,
-                definition: def.definition,
-                template_params: def.template_params.clone(),
-                instantiations: tuples.len(),
-                covered,
-                more_instantiations: more,
-                kernels,
-                launch_blocks: blocks,
-                unknowns,
-                cover,
-            };
-            if fully {
-                settled(&entry);
+        }
+        if kernels.is_empty() {
+            for (k, t) in trapping.into_iter().take(1) {
+                blocks.push(launch_blocks(&launches, &t, &k));
+                kernels.push(k);
             }
-            match by_site.get(&site) {
-                Some(&at) => entries[at] = entry,
-                None => {
-                    by_site.insert(site, entries.len());
-                    entries.push(entry);
-                }
-            }
-            determined.insert(site, fully);
+        }
+        let mut unknowns: Vec<Unknown> = kernels.iter().flat_map(|k| k.unknowns.iter().cloned()).collect();
+        unknowns.sort();
+        unknowns.dedup();
+        KernelEntry {
+            name,
+            span,
+            definition,
+            template_params,
+            instantiations: tuples.len(),
+            covered,
+            more_instantiations: more,
+            kernels,
+            launch_blocks: blocks,
+            unknowns,
+            cover,
         }
     }
-    entries.sort_by(|a, b| {
-        let ka = (db.name(a.span.file).to_string(), a.span.start);
-        let kb = (db.name(b.span.file).to_string(), b.span.start);
-        ka.cmp(&kb)
-    });
-    let mut seen = crate::hash::HashSet::default();
-    diagnostics.retain(|d| seen.insert(d.clone()));
-    (entries, diagnostics)
+}
+
+/// The kernels no unit after the `at`th can add to, taken out, by site.
+fn due(gathering: &mut HashMap<(FileId, u32), Gathered>, at: usize) -> Vec<((FileId, u32), Gathered)> {
+    let mut sites: Vec<(FileId, u32)> = gathering
+        .iter()
+        .filter(|(_, g)| g.settle_at <= at)
+        .map(|(site, _)| *site)
+        .collect();
+    sites.sort();
+    sites
+        .into_iter()
+        .filter_map(|site| Some((site, gathering.remove(&site)?)))
+        .collect()
+}
+
+/// For each identifier, the files (of `texts`) that hold it.
+fn identifiers_of<'t>(texts: impl Iterator<Item = (FileId, &'t str)>) -> HashMap<String, Vec<FileId>> {
+    let mut out: HashMap<String, Vec<FileId>> = HashMap::default();
+    for (f, text) in texts {
+        let words = text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty());
+        for w in words {
+            match out.get_mut(w) {
+                Some(files) if files.last() == Some(&f) => {}
+                Some(files) => files.push(f),
+                None => {
+                    out.insert(w.to_string(), vec![f]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether launches of shape `wide` include every launch of shape `narrow`
+/// (facts aside): each extent the same, or unknown in `wide` with a
+/// multiple that `narrow`'s extent keeps.
+fn includes(wide: &LaunchShape, narrow: &LaunchShape) -> bool {
+    (0..3).all(|d| match (wide.block[d], narrow.block[d]) {
+        (Some(w), Some(n)) => w == n,
+        (None, Some(n)) => n.is_multiple_of(wide.multiple[d].max(1)),
+        (None, None) => narrow.multiple[d].is_multiple_of(wide.multiple[d].max(1)),
+        (Some(_), None) => false,
+    })
+}
+
+/// The units in the order they are read, each with the files it reads:
+/// the translation units, then each header with kernels that no unit
+/// before it read (a unit of its own).
+fn plan_units(
+    db: &mut SourceDb,
+    session: &mut Session,
+    units: Vec<FileId>,
+    headers: Vec<FileId>,
+) -> Vec<(FileId, Vec<FileId>)> {
+    let _s = crate::profile::stage("preprocess");
+    let mut plan = Vec::new();
+    let mut included: crate::hash::HashSet<FileId> = Default::default();
+    for root in units {
+        let files = session.preprocess(db, root).files;
+        included.extend(files.iter().copied());
+        plan.push((root, files));
+    }
+    for h in headers {
+        if !included.contains(&h) && db.file(h).text.contains("__global__") {
+            let files = session.preprocess(db, h).files;
+            included.extend(files.iter().copied());
+            plan.push((h, files));
+        }
+    }
+    // The readers of a header with kernels, together after the first: its
+    // kernels are settled (and checked) as early as they can be, not when
+    // the last file in name order that includes them is read.
+    let mut first_reader: HashMap<FileId, usize> = HashMap::default();
+    for (at, (_, files)) in plan.iter().enumerate() {
+        for &f in files {
+            first_reader.entry(f).or_insert(at);
+        }
+    }
+    let key = |at: usize, (root, files): &(FileId, Vec<FileId>)| {
+        files
+            .iter()
+            .filter(|&&f| f != *root && db.file(f).text.contains("__global__"))
+            .map(|f| first_reader[f])
+            .fold(at, usize::min)
+    };
+    let keys: Vec<usize> = plan.iter().enumerate().map(|(at, u)| key(at, u)).collect();
+    let mut order: Vec<usize> = (0..plan.len()).collect();
+    order.sort_by_key(|&at| keys[at]);
+    let mut slots: Vec<Option<(FileId, Vec<FileId>)>> = plan.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|at| slots[at].take()).collect()
 }
 
 /// The template arguments of the lowering that covers a kernel's
@@ -1702,6 +2092,74 @@ mod tests {
         );
         let e = &entries[0];
         assert!(e.cover.is_some() || e.more_instantiations, "{e:?}");
+    }
+
+    /// The entries of a directory of `files` (name, text).
+    fn entries_in(files: &[(&str, &str)]) -> Vec<super::KernelEntry> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("writing a source file");
+        }
+        let inputs = super::collect_inputs(&[dir.path().to_path_buf()]).expect("inputs");
+        super::with_big_stack(move || {
+            let mut db = crate::source::SourceDb::new();
+            super::lower_all(&mut db, &inputs, &super::Options::default())
+                .expect("lowered")
+                .0
+        })
+    }
+
+    #[test]
+    fn a_kernel_named_in_a_later_unit_keeps_its_cover() {
+        // `k<1>` is past the search's depth: a cover checks it. A later
+        // unit names `k` (so may declare it) and settles it, without its
+        // definition: the cover lowered where it was last seen stands.
+        let entries = entries_in(&[
+            (
+                "a.cu",
+                "template <int N> __global__ void k(int * p) { p[threadIdx.x] = N; }
+                 template <int N> void l1(int * p) { k<N><<<1, 32>>>(p); }
+                 template <int N> void l2(int * p) { l1<N>(p); }
+                 template <int N> void l3(int * p) { l2<N>(p); }
+                 template <int N> void l4(int * p) { l3<N>(p); }
+                 void host(int * p) { l4<1>(p); l1<2>(p); }",
+            ),
+            (
+                "b.cu",
+                "// k is not launched here
+int unrelated() { return 0; }
+",
+            ),
+        ]);
+        let e = &entries[0];
+        assert!(e.cover.is_some() && !e.more_instantiations, "{e:?}");
+    }
+
+    #[test]
+    fn a_shape_of_unknown_extent_includes_those_its_multiple_allows() {
+        use crate::lower::instantiate::LaunchShape;
+        let shape = |block: [Option<u32>; 3], multiple: [u32; 3]| LaunchShape {
+            block,
+            multiple,
+            facts: Vec::new(),
+        };
+        let any_warps = shape([None, Some(1), Some(1)], [32, 1, 1]);
+        assert!(super::includes(
+            &any_warps,
+            &shape([Some(64), Some(1), Some(1)], [1; 3])
+        ));
+        assert!(!super::includes(
+            &any_warps,
+            &shape([Some(48), Some(1), Some(1)], [1; 3])
+        ));
+        assert!(super::includes(
+            &any_warps,
+            &shape([None, Some(1), Some(1)], [64, 1, 1])
+        ));
+        assert!(!super::includes(&any_warps, &shape([None, Some(1), Some(1)], [1; 3])));
+        let fixed = shape([Some(64), Some(1), Some(1)], [1; 3]);
+        assert!(!super::includes(&fixed, &shape([Some(128), Some(1), Some(1)], [1; 3])));
+        assert!(!super::includes(&fixed, &any_warps));
     }
 
     /// The launch facts of the only kernel of `source`, with whether each

@@ -402,3 +402,126 @@ fn the_readme_example_passes() {
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("block_sum: memory=pass participation=pass"), "{stdout}");
 }
+
+/// A directory whose files are `files` (name, text).
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).expect("writing a source file");
+    }
+    dir
+}
+
+/// `warpdrf audit --format json DIR`: each kernel's name with its memory
+/// verdict and its instantiation count from `kernels`.
+fn audit_dir(dir: &std::path::Path) -> Vec<(String, String)> {
+    let path = dir.to_str().expect("a UTF-8 path");
+    let (_, stdout, stderr) = warpdrf(&["audit", "--format", "json", path]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"));
+    v["kernels"]
+        .as_array()
+        .expect("kernels")
+        .iter()
+        .map(|k| {
+            (
+                k["kernel"].as_str().expect("a name").to_string(),
+                k["memory"].as_str().expect("a verdict").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A kernel defined in a header is checked as every unit that includes it
+/// uses it, not only as the first one read: here the first launches a
+/// race-free instantiation, the second one that races.
+#[test]
+fn a_header_kernel_gets_the_instantiations_of_every_unit() {
+    let dir = project(&[
+        (
+            "stage.cuh",
+            "template <int N>\n\
+             __global__ void stage(float * x) {\n\
+             \x20   __shared__ float s[64];\n\
+             \x20   s[threadIdx.x % N] = x[threadIdx.x];\n\
+             \x20   __syncthreads();\n\
+             \x20   x[threadIdx.x] = s[threadIdx.x];\n\
+             }\n",
+        ),
+        (
+            "a.cu",
+            "#include \"stage.cuh\"\nvoid run_a(float * x) { stage<64><<<1, 64>>>(x); }\n",
+        ),
+        (
+            "b.cu",
+            "#include \"stage.cuh\"\nvoid run_b(float * x) { stage<8><<<1, 64>>>(x); }\n",
+        ),
+    ]);
+    assert_eq!(audit_dir(dir.path()), [("stage".to_string(), "alarm".to_string())]);
+    let path = dir.path().to_str().expect("a UTF-8 path");
+    let (_, stdout, _) = warpdrf(&["kernels", "--format", "json", path]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["kernels"][0]["instantiations"], 2, "{stdout}");
+}
+
+/// The launch shapes of a kernel in a header are those of every unit: the
+/// second launches it with 128 threads, and threads 0 and 64 write `s[0]`.
+#[test]
+fn a_header_kernel_gets_the_launch_shapes_of_every_unit() {
+    let dir = project(&[
+        (
+            "fill.cuh",
+            "__global__ void fill(float * x) {\n\
+             \x20   __shared__ float s[64];\n\
+             \x20   s[threadIdx.x % 64] = x[threadIdx.x];\n\
+             \x20   __syncthreads();\n\
+             \x20   x[threadIdx.x] = s[threadIdx.x % 64];\n\
+             }\n",
+        ),
+        (
+            "a.cu",
+            "#include \"fill.cuh\"\nvoid run_a(float * x) { fill<<<1, 64>>>(x); }\n",
+        ),
+        (
+            "b.cu",
+            "#include \"fill.cuh\"\nvoid run_b(float * x) { fill<<<1, 128>>>(x); }\n",
+        ),
+    ]);
+    assert_eq!(audit_dir(dir.path()), [("fill".to_string(), "alarm".to_string())]);
+    // The first unit alone launches it race-free (64 threads).
+    std::fs::remove_file(dir.path().join("b.cu")).expect("removing a unit");
+    let alone = audit_dir(dir.path());
+    assert!(
+        alone.len() == 1 && matches!(alone[0].1.as_str(), "pass" | "discharged"),
+        "{alone:?}"
+    );
+}
+
+/// A kernel defined in one unit and launched from another through its
+/// declaration (`__global__ void fill(float *);` in a header) is checked
+/// under the launches of both, whichever unit is read first.
+#[test]
+fn a_kernel_launched_from_another_unit_gets_that_units_shapes() {
+    let definition = "#include \"fill.cuh\"\n\
+        __global__ void fill(float * x) {\n\
+        \x20   __shared__ float s[64];\n\
+        \x20   s[threadIdx.x % 64] = x[threadIdx.x];\n\
+        \x20   __syncthreads();\n\
+        \x20   x[threadIdx.x] = s[threadIdx.x % 64];\n\
+        }\n\
+        void run_a(float * x) { fill<<<1, 64>>>(x); }\n";
+    for defining in ["a.cu", "z.cu"] {
+        let dir = project(&[
+            ("fill.cuh", "__global__ void fill(float * x);\n"),
+            (defining, definition),
+            (
+                "b.cu",
+                "#include \"fill.cuh\"\nvoid run_b(float * x) { fill<<<1, 128>>>(x); }\n",
+            ),
+        ]);
+        assert_eq!(
+            audit_dir(dir.path()),
+            [("fill".to_string(), "alarm".to_string())],
+            "defined in {defining}"
+        );
+    }
+}

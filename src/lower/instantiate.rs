@@ -9,7 +9,8 @@
 //! deduced from call arguments are not inferred here; such parameters stay
 //! symbolic when the kernel is lowered.
 
-use crate::hash::HashMap;
+use crate::hash::{HashMap, HashSet};
+use crate::source::FileId;
 use std::rc::Rc;
 
 use tree_sitter::Node;
@@ -109,23 +110,43 @@ pub struct KernelUses {
 
 /// Template argument tuples and launch sites of a kernel.
 pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId) -> KernelUses {
+    kernel_uses_beyond(unit, index, config, kernel, &HashSet::default())
+}
+
+/// [`KernelUses::every_site`] alone: the block shapes of every launch site
+/// of the kernel in this unit, with their templates' parameters unknown
+/// (`None` when none launches it).
+pub fn every_launch_shape(
+    unit: &Unit,
+    index: &Index,
+    config: &LowerConfig,
+    kernel: DeclId,
+) -> Option<Vec<LaunchShape>> {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
-    let mut finder = Finder {
-        params: kernel_param_names(index, kernel),
-        callers: CallerCache::default(),
-        symbolic_callers: false,
-        envs: HashMap::default(),
-        function_nodes: HashMap::default(),
-        kernel,
-        launches: Vec::new(),
-        truncated: false,
-    };
-    for (i, d) in index.decls.iter().enumerate() {
-        if d.kind == DeclKind::Function && d.defined {
-            finder.function_nodes.insert(d.node.id(), DeclId(i as u32));
-        }
-    }
+    let searched = HashSet::default();
+    let mut finder = Finder::new(index, kernel, &searched);
+    let _s = crate::profile::stage("every-site");
+    finder.shapes_at_every_site(&mut l)
+}
+
+/// [`kernel_uses`] from the code of this unit outside `searched`: files
+/// whose code an earlier unit's search already read. Every use starts at
+/// a root (a function that is no template, an explicit instantiation, a
+/// global's initializer); a root in a searched file gave its uses there
+/// (the same code), so only the roots of the other files are followed.
+/// What the kernel's header says is then read once, and each further unit
+/// adds what its own files instantiate and launch.
+pub fn kernel_uses_beyond(
+    unit: &Unit,
+    index: &Index,
+    config: &LowerConfig,
+    kernel: DeclId,
+    searched: &HashSet<FileId>,
+) -> KernelUses {
+    let mut l = Lowerer::new(unit, index, config, kernel);
+    l.host_mode = true;
+    let mut finder = Finder::new(index, kernel, searched);
     let mut tuples: Vec<Tuple> = Vec::new();
     // Symbols of this search do not exist in later lowerings: they become `None`.
     for t in finder.tuples_of(&mut l, kernel, 0) {
@@ -150,6 +171,7 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     let complete = !finder.truncated && tuples.len() < MAX_TUPLES;
     // Only a search that stopped short needs them.
     let every_site = if !complete {
+        let _s = crate::profile::stage("every-site");
         finder.shapes_at_every_site(&mut l)
     } else {
         None
@@ -742,7 +764,7 @@ fn is_concrete(a: &TArg) -> bool {
     }
 }
 
-struct Finder {
+struct Finder<'s> {
     /// The kernel's parameter names, in declaration order.
     params: Vec<String>,
     /// What the callers of host functions pass them: one cache per
@@ -754,8 +776,9 @@ struct Finder {
     /// Instantiation environments of host function templates, by declaration.
     /// Each with the depth it was searched from, and whether that search
     /// stopped short: a search from nearer the kernel goes deeper, and is
-    /// made again where the one before stopped short.
-    envs: HashMap<DeclId, (u32, bool, Vec<TemplateEnv>)>,
+    /// made again where the one before stopped short. And whether it
+    /// passed over a root (`passed_over`).
+    envs: HashMap<DeclId, (u32, bool, bool, Vec<TemplateEnv>)>,
     function_nodes: HashMap<usize, DeclId>,
     /// The kernel whose launches are collected, and what they were.
     kernel: DeclId,
@@ -766,9 +789,36 @@ struct Finder {
     /// enclosing templates out), at the kernel or at a host template on
     /// the way: instantiations may exist that it did not find.
     truncated: bool,
+    /// Files whose roots are not followed (see [`kernel_uses_beyond`]).
+    searched: &'s HashSet<FileId>,
+    /// The search passed over a root in `searched`: a host template whose
+    /// every use is such has instantiations, all found before (not unknown
+    /// ones, as where it has no use at all).
+    passed_over: bool,
 }
 
-impl Finder {
+impl<'s> Finder<'s> {
+    fn new(index: &Index, kernel: DeclId, searched: &'s HashSet<FileId>) -> Finder<'s> {
+        let mut finder = Finder {
+            params: kernel_param_names(index, kernel),
+            callers: CallerCache::default(),
+            symbolic_callers: false,
+            envs: HashMap::default(),
+            function_nodes: HashMap::default(),
+            kernel,
+            launches: Vec::new(),
+            truncated: false,
+            searched,
+            passed_over: false,
+        };
+        for (i, d) in index.decls.iter().enumerate() {
+            if d.kind == DeclKind::Function && d.defined {
+                finder.function_nodes.insert(d.node.id(), DeclId(i as u32));
+            }
+        }
+        finder
+    }
+
     /// Argument tuples of the uses of `target`: template-ids (`f<…>`), calls
     /// whose remaining arguments are deduced from the call's operands, and
     /// explicit instantiations.
@@ -799,7 +849,19 @@ impl Finder {
                         self.truncated = true;
                         continue;
                     }
-                    self.envs_of(l, f, depth + 1)
+                    let outer = std::mem::take(&mut self.passed_over);
+                    let envs = self.envs_of(l, f, depth + 1);
+                    // Every instantiation of `f` comes from a root passed
+                    // over: none is new, and neither is this use's.
+                    if std::mem::replace(&mut self.passed_over, outer) && envs.is_empty() {
+                        self.passed_over = true;
+                        continue;
+                    }
+                    envs
+                }
+                _ if self.searched.contains(&frag.file) => {
+                    self.passed_over = true;
+                    continue;
                 }
                 _ => vec![TemplateEnv::default()],
             };
@@ -831,6 +893,10 @@ impl Finder {
         }
         // `template void f<…>(…);`
         for &(node, frag, scope) in &l.index.instantiations.clone() {
+            if self.searched.contains(&frag.file) {
+                self.passed_over = true;
+                continue;
+            }
             let Some(decl) = node.field("declarator") else {
                 continue;
             };
@@ -1235,22 +1301,26 @@ impl Finder {
 
     /// The template environments a host function template is instantiated with.
     fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> Vec<TemplateEnv> {
-        if let Some((searched, short, e)) = self.envs.get(&f) {
-            if *searched <= depth || !*short {
-                self.truncated |= *short;
+        if let Some(&(from, short, passed_over, ref e)) = self.envs.get(&f) {
+            if from <= depth || !short {
+                self.truncated |= short;
+                self.passed_over |= passed_over;
                 return e.clone();
             }
         }
         // (A search of `f` within its own search finds nothing.)
-        self.envs.insert(f, (depth, false, Vec::new()));
+        self.envs.insert(f, (depth, false, false, Vec::new()));
         let d = l.index.decl(f).clone();
         let Some(params) = d.template else {
             return vec![TemplateEnv::default()];
         };
         let outer = std::mem::take(&mut self.truncated);
+        let outer_passed = std::mem::take(&mut self.passed_over);
         let tuples = self.tuples_of(l, f, depth);
         let short = self.truncated;
+        let passed_over = self.passed_over;
         self.truncated |= outer;
+        self.passed_over |= outer_passed;
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
@@ -1261,7 +1331,7 @@ impl Finder {
             .iter()
             .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::default(), true))
             .collect();
-        self.envs.insert(f, (depth, short, envs.clone()));
+        self.envs.insert(f, (depth, short, passed_over, envs.clone()));
         envs
     }
 

@@ -259,6 +259,25 @@ pub fn kernel_defs(index: &Index) -> Vec<KernelDef> {
         .collect()
 }
 
+/// The kernels a unit declares (`__global__ void k(float *);`) but does
+/// not define, by name: another unit defines them, and this one may launch
+/// them.
+pub fn declared_kernels(index: &Index) -> Vec<(String, DeclId)> {
+    let defined: Vec<&str> = index.kernels.iter().map(|k| index.decl(k.decl).name.as_str()).collect();
+    let mut out: Vec<(String, DeclId)> = Vec::new();
+    for (i, d) in index.decls.iter().enumerate() {
+        if d.kind == index::DeclKind::Function
+            && !d.defined
+            && index::is_global(d.node)
+            && !defined.contains(&d.name.as_str())
+            && !out.iter().any(|(n, _)| *n == d.name)
+        {
+            out.push((d.name.clone(), DeclId(i as u32)));
+        }
+    }
+    out
+}
+
 /// Lowers one kernel instantiation. `args` binds its template parameters in
 /// order; missing ones take their defaults or stay symbolic.
 pub fn lower_kernel(unit: &Unit, index: &Index, config: &LowerConfig, kernel: DeclId, args: &[Option<TArg>]) -> Kernel {
