@@ -2082,17 +2082,19 @@ mod tests {
     fn a_search_cut_short_on_the_way_leaves_the_rest_to_a_cover() {
         // `k<1>` is reached through four enclosing templates, past the
         // search's depth: the `k<2>` found directly is not all of them.
-        let entries = entries_of(
-            "template <int N> __global__ void k(int * p) { p[threadIdx.x] = N; }
-             template <int N> void l1(int * p) { k<N><<<1, 32>>>(p); }
-             template <int N> void l2(int * p) { l1<N>(p); }
-             template <int N> void l3(int * p) { l2<N>(p); }
-             template <int N> void l4(int * p) { l3<N>(p); }
-             void host(int * p) { l4<1>(p); l1<2>(p); }",
-        );
+        let entries = entries_of(PAST_THE_DEPTH);
         let e = &entries[0];
         assert!(e.cover.is_some() || e.more_instantiations, "{e:?}");
     }
+
+    /// `k<1>` is reached through four enclosing templates, past the
+    /// search's depth; `k<2>` directly.
+    const PAST_THE_DEPTH: &str = "template <int N> __global__ void k(int * p) { p[threadIdx.x] = N; }
+        template <int N> void l1(int * p) { k<N><<<1, 32>>>(p); }
+        template <int N> void l2(int * p) { l1<N>(p); }
+        template <int N> void l3(int * p) { l2<N>(p); }
+        template <int N> void l4(int * p) { l3<N>(p); }
+        void host(int * p) { l4<1>(p); l1<2>(p); }";
 
     /// The entries of a directory of `files` (name, text).
     fn entries_in(files: &[(&str, &str)]) -> Vec<super::KernelEntry> {
@@ -2115,15 +2117,7 @@ mod tests {
         // unit names `k` (so may declare it) and settles it, without its
         // definition: the cover lowered where it was last seen stands.
         let entries = entries_in(&[
-            (
-                "a.cu",
-                "template <int N> __global__ void k(int * p) { p[threadIdx.x] = N; }
-                 template <int N> void l1(int * p) { k<N><<<1, 32>>>(p); }
-                 template <int N> void l2(int * p) { l1<N>(p); }
-                 template <int N> void l3(int * p) { l2<N>(p); }
-                 template <int N> void l4(int * p) { l3<N>(p); }
-                 void host(int * p) { l4<1>(p); l1<2>(p); }",
-            ),
+            ("a.cu", PAST_THE_DEPTH),
             (
                 "b.cu",
                 "// k is not launched here
