@@ -365,7 +365,7 @@ fn lower_files_streaming(
                     if index.decl(decl).template.is_none() {
                         uses.tuples = vec![Vec::new()];
                     }
-                    f.add(uses, &unit.files);
+                    f.add(uses, fragments_of(&unit));
                 }
             }
         }
@@ -448,14 +448,15 @@ struct Found {
     /// The shapes of the launches of the units whose search was complete,
     /// facts dropped.
     complete_sites: Vec<LaunchShape>,
-    /// The files whose roots were followed (`kernel_uses_beyond`).
-    searched: crate::hash::HashSet<FileId>,
+    /// The fragments searched (`kernel_uses_beyond`).
+    searched: crate::hash::HashSet<usize>,
 }
 
 impl Found {
-    /// Adds one unit's `uses` (read in `files`); gives the tuples new here.
-    fn add(&mut self, uses: lower::instantiate::KernelUses, files: &[FileId]) -> Vec<Tuple> {
-        self.searched.extend(files.iter().copied());
+    /// Adds the `uses` a search of `searched` (fragments) found; gives
+    /// the tuples new here.
+    fn add(&mut self, uses: lower::instantiate::KernelUses, searched: impl IntoIterator<Item = usize>) -> Vec<Tuple> {
+        self.searched.extend(searched);
         let fresh: Vec<Tuple> = uses.tuples.into_iter().filter(|t| !self.tuples.contains(t)).collect();
         self.tuples.extend(fresh.iter().cloned());
         self.short |= !uses.complete;
@@ -494,8 +495,7 @@ impl Found {
             every_site: other.every_site,
             complete: !other.short,
         };
-        let searched: Vec<FileId> = other.searched.into_iter().collect();
-        let fresh = self.add(uses, &searched);
+        let fresh = self.add(uses, other.searched);
         for s in other.complete_sites {
             if !self.complete_sites.contains(&s) {
                 self.complete_sites.push(s);
@@ -570,7 +570,7 @@ impl Gathered {
             }
             uses
         };
-        self.found.add(uses, &unit.files)
+        self.found.add(uses, fragments_of(unit))
     }
 
     /// No more instantiations are lowered: the cover checks the rest.
@@ -787,6 +787,11 @@ impl Gathered {
             cover,
         }
     }
+}
+
+/// The identities of a unit's fragments (`instantiate::fragment_key`).
+fn fragments_of(unit: &preprocess::Unit) -> impl Iterator<Item = usize> + '_ {
+    unit.fragments.iter().map(|f| lower::instantiate::fragment_key(f))
 }
 
 /// The kernels no unit after the `at`th can add to, taken out, by site.

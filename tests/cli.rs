@@ -525,3 +525,32 @@ fn a_kernel_launched_from_another_unit_gets_that_units_shapes() {
         );
     }
 }
+
+/// A header that launches its kernel differently as the unit that
+/// includes it defines a macro: each unit's expansion of it is searched.
+#[test]
+fn a_header_expanded_differently_is_searched_again() {
+    let dir = project(&[
+        (
+            "stage.cuh",
+            "template <int N>\n\
+             __global__ void stage(float * x) {\n\
+             \x20   __shared__ float s[64];\n\
+             \x20   s[threadIdx.x % N] = x[threadIdx.x];\n\
+             \x20   __syncthreads();\n\
+             \x20   x[threadIdx.x] = s[threadIdx.x];\n\
+             }\n\
+             #ifdef NARROW\n\
+             inline void run(float * x) { stage<8><<<1, 64>>>(x); }\n\
+             #else\n\
+             inline void run(float * x) { stage<64><<<1, 64>>>(x); }\n\
+             #endif\n",
+        ),
+        ("a.cu", "#include \"stage.cuh\"\nvoid run_a(float * x) { run(x); }\n"),
+        (
+            "b.cu",
+            "#define NARROW\n#include \"stage.cuh\"\nvoid run_b(float * x) { run(x); }\n",
+        ),
+    ]);
+    assert_eq!(audit_dir(dir.path()), [("stage".to_string(), "alarm".to_string())]);
+}

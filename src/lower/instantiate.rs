@@ -10,7 +10,6 @@
 //! symbolic when the kernel is lowered.
 
 use crate::hash::{HashMap, HashSet};
-use crate::source::FileId;
 use std::rc::Rc;
 
 use tree_sitter::Node;
@@ -113,6 +112,12 @@ pub fn kernel_uses(unit: &Unit, index: &Index, config: &LowerConfig, kernel: Dec
     kernel_uses_beyond(unit, index, config, kernel, &HashSet::default())
 }
 
+/// A fragment's identity in the preprocessor's pool (see
+/// [`kernel_uses_beyond`]).
+pub fn fragment_key(frag: &Fragment) -> usize {
+    frag as *const Fragment as usize
+}
+
 /// [`KernelUses::every_site`] alone: the block shapes of every launch site
 /// of the kernel in this unit, with their templates' parameters unknown
 /// (`None` when none launches it).
@@ -130,19 +135,21 @@ pub fn every_launch_shape(
     finder.shapes_at_every_site(&mut l)
 }
 
-/// [`kernel_uses`] from the code of this unit outside `searched`: files
-/// whose code an earlier unit's search already read. Every use starts at
-/// a root (a function that is no template, an explicit instantiation, a
-/// global's initializer); a root in a searched file gave its uses there
-/// (the same code), so only the roots of the other files are followed.
-/// What the kernel's header says is then read once, and each further unit
-/// adds what its own files instantiate and launch.
+/// [`kernel_uses`] beyond the code an earlier unit's search already read:
+/// `searched` holds those fragments ([`fragment_key`]; the preprocessor
+/// shares a fragment between units only where it expands to the same
+/// code). Every use starts at a root (a function that is no template, an
+/// explicit instantiation, a global's initializer) and goes through host
+/// templates to the kernel; where every function on the way and the root
+/// are in searched fragments, the earlier search found that use, and the
+/// root is passed over. What the kernel's header says is then read once,
+/// and each further unit adds what its own code instantiates and launches.
 pub fn kernel_uses_beyond(
     unit: &Unit,
     index: &Index,
     config: &LowerConfig,
     kernel: DeclId,
-    searched: &HashSet<FileId>,
+    searched: &HashSet<usize>,
 ) -> KernelUses {
     let mut l = Lowerer::new(unit, index, config, kernel);
     l.host_mode = true;
@@ -764,6 +771,17 @@ fn is_concrete(a: &TArg) -> bool {
     }
 }
 
+/// A search for a host template's instantiations (see `Finder::envs`).
+struct EnvSearch {
+    /// The depth it was searched from.
+    from: u32,
+    /// It stopped short.
+    short: bool,
+    /// It passed over a root.
+    passed_over: bool,
+    envs: Vec<TemplateEnv>,
+}
+
 struct Finder<'s> {
     /// The kernel's parameter names, in declaration order.
     params: Vec<String>,
@@ -777,8 +795,8 @@ struct Finder<'s> {
     /// Each with the depth it was searched from, and whether that search
     /// stopped short: a search from nearer the kernel goes deeper, and is
     /// made again where the one before stopped short. And whether it
-    /// passed over a root (`passed_over`).
-    envs: HashMap<DeclId, (u32, bool, bool, Vec<TemplateEnv>)>,
+    /// passed over a root (`passed_over`). Keyed also by `fresh`.
+    envs: HashMap<(DeclId, bool), EnvSearch>,
     function_nodes: HashMap<usize, DeclId>,
     /// The kernel whose launches are collected, and what they were.
     kernel: DeclId,
@@ -789,16 +807,19 @@ struct Finder<'s> {
     /// enclosing templates out), at the kernel or at a host template on
     /// the way: instantiations may exist that it did not find.
     truncated: bool,
-    /// Files whose roots are not followed (see [`kernel_uses_beyond`]).
-    searched: &'s HashSet<FileId>,
-    /// The search passed over a root in `searched`: a host template whose
-    /// every use is such has instantiations, all found before (not unknown
-    /// ones, as where it has no use at all).
+    /// Fragments an earlier search read (see [`kernel_uses_beyond`]).
+    searched: &'s HashSet<usize>,
+    /// A function on the way from the kernel to the uses now searched is
+    /// in a fragment not searched: every root is followed.
+    fresh: bool,
+    /// The search passed over a root: a host template whose every use is
+    /// such has instantiations, all found before (not unknown ones, as
+    /// where it has no use at all).
     passed_over: bool,
 }
 
 impl<'s> Finder<'s> {
-    fn new(index: &Index, kernel: DeclId, searched: &'s HashSet<FileId>) -> Finder<'s> {
+    fn new(index: &Index, kernel: DeclId, searched: &'s HashSet<usize>) -> Finder<'s> {
         let mut finder = Finder {
             params: kernel_param_names(index, kernel),
             callers: CallerCache::default(),
@@ -809,6 +830,7 @@ impl<'s> Finder<'s> {
             launches: Vec::new(),
             truncated: false,
             searched,
+            fresh: false,
             passed_over: false,
         };
         for (i, d) in index.decls.iter().enumerate() {
@@ -827,6 +849,10 @@ impl<'s> Finder<'s> {
         let name = d.name.clone();
         let mut out = Vec::new();
         let target_node = d.node;
+        // Roots already searched give nothing new only through functions
+        // already searched.
+        let fresh = self.fresh || !self.searched.contains(&fragment_key(d.frag));
+        let passed = |frag: &Fragment| !fresh && self.searched.contains(&fragment_key(frag));
         for (frag, site) in unit_uses(l, &name) {
             // A call of another overload of the same name (by its number
             // of operands) is no use of this one.
@@ -850,7 +876,9 @@ impl<'s> Finder<'s> {
                         continue;
                     }
                     let outer = std::mem::take(&mut self.passed_over);
+                    let below = std::mem::replace(&mut self.fresh, fresh);
                     let envs = self.envs_of(l, f, depth + 1);
+                    self.fresh = below;
                     // Every instantiation of `f` comes from a root passed
                     // over: none is new, and neither is this use's.
                     if std::mem::replace(&mut self.passed_over, outer) && envs.is_empty() {
@@ -859,7 +887,7 @@ impl<'s> Finder<'s> {
                     }
                     envs
                 }
-                _ if self.searched.contains(&frag.file) => {
+                _ if passed(frag) => {
                     self.passed_over = true;
                     continue;
                 }
@@ -893,7 +921,7 @@ impl<'s> Finder<'s> {
         }
         // `template void f<…>(…);`
         for &(node, frag, scope) in &l.index.instantiations.clone() {
-            if self.searched.contains(&frag.file) {
+            if passed(frag) {
                 self.passed_over = true;
                 continue;
             }
@@ -1301,15 +1329,24 @@ impl<'s> Finder<'s> {
 
     /// The template environments a host function template is instantiated with.
     fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> Vec<TemplateEnv> {
-        if let Some(&(from, short, passed_over, ref e)) = self.envs.get(&f) {
-            if from <= depth || !short {
-                self.truncated |= short;
-                self.passed_over |= passed_over;
-                return e.clone();
+        let key = (f, self.fresh);
+        if let Some(known) = self.envs.get(&key) {
+            if known.from <= depth || !known.short {
+                self.truncated |= known.short;
+                self.passed_over |= known.passed_over;
+                return known.envs.clone();
             }
         }
         // (A search of `f` within its own search finds nothing.)
-        self.envs.insert(f, (depth, false, false, Vec::new()));
+        self.envs.insert(
+            key,
+            EnvSearch {
+                from: depth,
+                short: false,
+                passed_over: false,
+                envs: Vec::new(),
+            },
+        );
         let d = l.index.decl(f).clone();
         let Some(params) = d.template else {
             return vec![TemplateEnv::default()];
@@ -1331,7 +1368,15 @@ impl<'s> Finder<'s> {
             .iter()
             .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::default(), true))
             .collect();
-        self.envs.insert(f, (depth, short, passed_over, envs.clone()));
+        self.envs.insert(
+            key,
+            EnvSearch {
+                from: depth,
+                short,
+                passed_over,
+                envs: envs.clone(),
+            },
+        );
         envs
     }
 
