@@ -431,22 +431,22 @@ fn audit_dir(dir: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A header's template kernel that races where `N` is less than the block.
+const STAGE: &str = "template <int N>\n\
+    __global__ void stage(float * x) {\n\
+    \x20   __shared__ float s[64];\n\
+    \x20   s[threadIdx.x % N] = x[threadIdx.x];\n\
+    \x20   __syncthreads();\n\
+    \x20   x[threadIdx.x] = s[threadIdx.x];\n\
+    }\n";
+
 /// A kernel defined in a header is checked as every unit that includes it
 /// uses it, not only as the first one read: here the first launches a
 /// race-free instantiation, the second one that races.
 #[test]
 fn a_header_kernel_gets_the_instantiations_of_every_unit() {
     let dir = project(&[
-        (
-            "stage.cuh",
-            "template <int N>\n\
-             __global__ void stage(float * x) {\n\
-             \x20   __shared__ float s[64];\n\
-             \x20   s[threadIdx.x % N] = x[threadIdx.x];\n\
-             \x20   __syncthreads();\n\
-             \x20   x[threadIdx.x] = s[threadIdx.x];\n\
-             }\n",
-        ),
+        ("stage.cuh", STAGE),
         (
             "a.cu",
             "#include \"stage.cuh\"\nvoid run_a(float * x) { stage<64><<<1, 64>>>(x); }\n",
@@ -533,18 +533,14 @@ fn a_header_expanded_differently_is_searched_again() {
     let dir = project(&[
         (
             "stage.cuh",
-            "template <int N>\n\
-             __global__ void stage(float * x) {\n\
-             \x20   __shared__ float s[64];\n\
-             \x20   s[threadIdx.x % N] = x[threadIdx.x];\n\
-             \x20   __syncthreads();\n\
-             \x20   x[threadIdx.x] = s[threadIdx.x];\n\
-             }\n\
-             #ifdef NARROW\n\
-             inline void run(float * x) { stage<8><<<1, 64>>>(x); }\n\
-             #else\n\
-             inline void run(float * x) { stage<64><<<1, 64>>>(x); }\n\
-             #endif\n",
+            &format!(
+                "{STAGE}\
+                 #ifdef NARROW\n\
+                 inline void run(float * x) {{ stage<8><<<1, 64>>>(x); }}\n\
+                 #else\n\
+                 inline void run(float * x) {{ stage<64><<<1, 64>>>(x); }}\n\
+                 #endif\n"
+            ),
         ),
         ("a.cu", "#include \"stage.cuh\"\nvoid run_a(float * x) { run(x); }\n"),
         (
