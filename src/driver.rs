@@ -237,7 +237,7 @@ fn lower_files_streaming(
     // unit that reads it: a kernel's uses are gathered from every unit
     // that includes its definition or declares it, and it is settled after
     // the last.
-    let plan = plan_units(db, &mut session, units, headers);
+    let (plan, with_kernels) = plan_units(db, &mut session, units, headers);
     let mut last_reader: HashMap<FileId, usize> = HashMap::default();
     for (at, (_, files)) in plan.iter().enumerate() {
         for &f in files {
@@ -266,7 +266,7 @@ fn lower_files_streaming(
     for (at, (root, files)) in plan.into_iter().enumerate() {
         // A unit that sees no kernel adds nothing to the listing, and
         // settles what is due without a definition to lower.
-        if !files.iter().any(|&f| db.file(f).text.contains("__global__")) {
+        if !files.iter().any(|f| with_kernels.contains(f)) {
             for (_, g) in due(&mut gathering, at) {
                 let entry = g.settle(None);
                 settled(&entry);
@@ -359,13 +359,8 @@ fn lower_files_streaming(
                     }
                 }
                 None => {
-                    let f = foreign.entry(name).or_default();
-                    let mut uses =
-                        lower::instantiate::kernel_uses_beyond(&unit, &index, &options.lower, decl, &f.searched);
-                    if index.decl(decl).template.is_none() {
-                        uses.tuples = vec![Vec::new()];
-                    }
-                    f.add(uses, fragments_of(&unit));
+                    let template = index.decl(decl).template.is_some();
+                    foreign.entry(name).or_default().search(lower_in, template);
                 }
             }
         }
@@ -453,54 +448,52 @@ struct Found {
 }
 
 impl Found {
+    /// Searches this unit's code beyond what was searched for the uses of
+    /// the kernel `decl` here (one `template` or not); gives the tuples new
+    /// here.
+    fn search(&mut self, (unit, index, config, decl): LowerIn, template: bool) -> Vec<Tuple> {
+        let mut uses = lower::instantiate::kernel_uses_beyond(unit, index, config, decl, &self.searched);
+        if !template {
+            uses.tuples = vec![Vec::new()];
+        }
+        self.add(uses, fragments_of(unit))
+    }
+
     /// Adds the `uses` a search of `searched` (fragments) found; gives
     /// the tuples new here.
     fn add(&mut self, uses: lower::instantiate::KernelUses, searched: impl IntoIterator<Item = usize>) -> Vec<Tuple> {
         self.searched.extend(searched);
-        let fresh: Vec<Tuple> = uses.tuples.into_iter().filter(|t| !self.tuples.contains(t)).collect();
-        self.tuples.extend(fresh.iter().cloned());
         self.short |= !uses.complete;
         if uses.complete {
-            for b in uses.launches.iter().flat_map(|l| &l.blocks) {
-                let b = LaunchShape {
-                    facts: Vec::new(),
-                    ..b.clone()
-                };
-                if !self.complete_sites.contains(&b) {
-                    self.complete_sites.push(b);
-                }
-            }
+            let shapes = uses.launches.iter().flat_map(|l| &l.blocks).map(|b| LaunchShape {
+                facts: Vec::new(),
+                ..b.clone()
+            });
+            extend_new(&mut self.complete_sites, shapes);
         }
-        for l in uses.launches {
-            if !self.launches.contains(&l) {
-                self.launches.push(l);
-            }
-        }
+        extend_new(&mut self.launches, uses.launches);
         if let Some(shapes) = uses.every_site {
-            let every = self.every_site.get_or_insert_with(Vec::new);
-            for s in shapes {
-                if !every.contains(&s) {
-                    every.push(s);
-                }
-            }
+            extend_new(self.every_site.get_or_insert_with(Vec::new), shapes);
         }
-        fresh
+        self.new_tuples(uses.tuples)
     }
 
     /// Adds what `other` found; gives the tuples new here.
     fn join(&mut self, other: Found) -> Vec<Tuple> {
-        let uses = lower::instantiate::KernelUses {
-            tuples: other.tuples,
-            launches: other.launches,
-            every_site: other.every_site,
-            complete: !other.short,
-        };
-        let fresh = self.add(uses, other.searched);
-        for s in other.complete_sites {
-            if !self.complete_sites.contains(&s) {
-                self.complete_sites.push(s);
-            }
+        self.searched.extend(other.searched);
+        self.short |= other.short;
+        extend_new(&mut self.complete_sites, other.complete_sites);
+        extend_new(&mut self.launches, other.launches);
+        if let Some(shapes) = other.every_site {
+            extend_new(self.every_site.get_or_insert_with(Vec::new), shapes);
         }
+        self.new_tuples(other.tuples)
+    }
+
+    /// Adds `tuples`; gives those new here.
+    fn new_tuples(&mut self, tuples: Vec<Tuple>) -> Vec<Tuple> {
+        let fresh: Vec<Tuple> = tuples.into_iter().filter(|t| !self.tuples.contains(t)).collect();
+        self.tuples.extend(fresh.iter().cloned());
         fresh
     }
 }
@@ -536,16 +529,26 @@ impl Gathered {
         }
     }
 
-    /// Lowers the cover now, in the last unit that reads the definition,
-    /// where a later unit settles the kernel and one is needed so far.
-    fn cover_early(&mut self, (unit, index, config, decl): LowerIn) {
-        let more = !self.template_params.is_empty() && self.found.short;
-        if self.template_params.is_empty() || !(self.covered < self.found.tuples.len() || more) {
-            return;
+    /// Whether instantiations are left to a cover: past the caps, or past
+    /// what a search that stopped short found.
+    fn needs_cover(&self) -> bool {
+        !self.template_params.is_empty() && (self.covered < self.found.tuples.len() || self.found.short)
+    }
+
+    /// The cover as found so far, lowered in this unit, where one is needed.
+    fn lower_cover(&self, (unit, index, config, decl): LowerIn) -> Option<Kernel> {
+        if !self.needs_cover() {
+            return None;
         }
-        let args = cover_args(self.template_params.len(), &self.found.tuples, more);
-        self.early_cover = Some(EarlyCover {
-            kernel: lower::lower_kernel(unit, index, config, decl, &args),
+        let args = cover_args(self.template_params.len(), &self.found.tuples, self.found.short);
+        Some(lower::lower_kernel(unit, index, config, decl, &args))
+    }
+
+    /// Lowers the cover now, in the last unit that reads the definition,
+    /// where a later unit settles the kernel.
+    fn cover_early(&mut self, lower_in: LowerIn) {
+        self.early_cover = self.lower_cover(lower_in).map(|kernel| EarlyCover {
+            kernel,
             tuples: self.found.tuples.len(),
             short: self.found.short,
         });
@@ -556,19 +559,16 @@ impl Gathered {
     /// every launch site), and only its launch shapes are read. Gives the
     /// tuples new here.
     fn search(&mut self, (unit, index, config, decl): LowerIn) -> Vec<Tuple> {
-        let uses = if self.saturated() {
-            lower::instantiate::KernelUses {
-                tuples: Vec::new(),
-                launches: Vec::new(),
-                every_site: lower::instantiate::every_launch_shape(unit, index, config, decl),
-                complete: false,
-            }
-        } else {
-            let mut uses = lower::instantiate::kernel_uses_beyond(unit, index, config, decl, &self.found.searched);
-            if self.template_params.is_empty() {
-                uses.tuples = vec![Vec::new()];
-            }
-            uses
+        if !self.saturated() {
+            return self
+                .found
+                .search((unit, index, config, decl), !self.template_params.is_empty());
+        }
+        let uses = lower::instantiate::KernelUses {
+            tuples: Vec::new(),
+            launches: Vec::new(),
+            every_site: lower::instantiate::every_launch_shape(unit, index, config, decl),
+            complete: false,
         };
         self.found.add(uses, fragments_of(unit))
     }
@@ -634,7 +634,18 @@ impl Gathered {
 
     /// The entry, with a lowering that covers the instantiations past the
     /// caps lowered in `unit` (none without one: they stay unchecked).
-    fn settle(self, unit: Option<LowerIn>) -> KernelEntry {
+    fn settle(mut self, unit: Option<LowerIn>) -> KernelEntry {
+        // Lowered here, or where the definition was last seen, and still
+        // what covers them if no unit since found more.
+        let (tuples_found, short_found) = (self.found.tuples.len(), self.found.short);
+        let cover_kernel = match unit {
+            Some(lower_in) => self.lower_cover(lower_in),
+            None => self
+                .early_cover
+                .take()
+                .filter(|c| c.tuples == tuples_found && c.short == short_found)
+                .map(|c| c.kernel),
+        };
         let Gathered {
             name,
             span,
@@ -653,7 +664,6 @@ impl Gathered {
             trapping,
             mut covered,
             unnamed,
-            early_cover,
             ..
         } = self;
         // Each kept lowering launches with the shapes of every site of the
@@ -662,11 +672,7 @@ impl Gathered {
         let shapes_of = |k: &Kernel, of: &[Tuple]| -> Option<Vec<LaunchShape>> {
             let mut all: Vec<LaunchShape> = Vec::new();
             for t in of {
-                for s in launch_blocks(&launches, t, k)? {
-                    if !all.contains(&s) {
-                        all.push(s);
-                    }
-                }
+                extend_new(&mut all, launch_blocks(&launches, t, k)?);
             }
             Some(all)
         };
@@ -685,76 +691,61 @@ impl Gathered {
         // template on the way): then more may exist.
         let mut more = !template_params.is_empty() && short;
         let mut cover = None;
-        if (covered < tuples.len() || more) && !template_params.is_empty() {
-            let lowered = match unit {
-                Some((unit, index, config, decl)) => {
-                    let args = cover_args(template_params.len(), &tuples, more);
-                    Some(lower::lower_kernel(unit, index, config, decl, &args))
+        if let Some(k) = cover_kernel {
+            // Past the search's cap, instantiations launch with the
+            // shapes of every site as their templates' unknown
+            // parameters allow; else with those of the sites found, and
+            // one no site launches may run with any shape.
+            let shapes: Option<Vec<LaunchShape>> = if more {
+                // Units whose search was complete gave each of their
+                // sites as launches: those the shapes of every site
+                // elsewhere do not include join them.
+                let mut every = every_site.unwrap_or_default();
+                for s in complete_sites {
+                    if !every.iter().any(|e| includes(e, &s)) {
+                        every.push(s);
+                    }
                 }
-                // Lowered where the definition was last seen, and still
-                // what covers them if no unit since found more.
-                None => early_cover
-                    .filter(|c| c.tuples == tuples.len() && c.short == short)
-                    .map(|c| c.kernel),
-            };
-            if let Some(k) = lowered {
-                // Past the search's cap, instantiations launch with the
-                // shapes of every site as their templates' unknown
-                // parameters allow; else with those of the sites found, and
-                // one no site launches may run with any shape.
-                let sites = launches.iter().try_fold(Vec::new(), |mut all, site| {
-                    for b in &site.blocks {
-                        let b = LaunchShape {
+                Some(every)
+            } else {
+                launches
+                    .iter()
+                    .try_fold(Vec::new(), |mut all, site| {
+                        let shapes = site.blocks.iter().map(|b| LaunchShape {
                             facts: Vec::new(),
                             ..b.clone()
-                        };
-                        if !all.contains(&b) {
-                            all.push(b);
-                        }
-                    }
-                    (!site.blocks.is_empty()).then_some(all)
-                });
-                let shapes: Option<Vec<LaunchShape>> = if more {
-                    // Units whose search was complete gave each of their
-                    // sites as launches: those the shapes of every site
-                    // elsewhere do not include join them.
-                    let mut every = every_site.unwrap_or_default();
-                    for s in complete_sites {
-                        if !every.iter().any(|e| includes(e, &s)) {
-                            every.push(s);
-                        }
-                    }
-                    Some(every)
-                } else {
-                    sites.filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
-                };
-                // Only a lowering as complete as the ones checked covers
-                // them: each construct it could not model is one they could
-                // not either (and is reported with them); one that is less
-                // complete says less than the cap's unknown.
-                let missing: Vec<&Unknown> = k
-                    .unknowns
-                    .iter()
-                    .filter(|u| {
-                        !kernels
-                            .iter()
-                            .any(|x| x.unknowns.iter().any(|v| v.reason == u.reason && v.span == u.span))
+                        });
+                        extend_new(&mut all, shapes);
+                        (!site.blocks.is_empty()).then_some(all)
                     })
-                    .collect();
-                if std::env::var("WARPDRF_DEBUG_COVER").is_ok() {
-                    for u in &missing {
-                        eprintln!("cover of {name}: {} at {:?}", u.reason, u.span);
-                    }
+                    .filter(|_| tuples.iter().all(|t| launches.iter().any(|l| l.tuple == *t)))
+            };
+            // Only a lowering as complete as the ones checked covers
+            // them: each construct it could not model is one they could
+            // not either (and is reported with them); one that is less
+            // complete says less than the cap's unknown.
+            let missing: Vec<&Unknown> = k
+                .unknowns
+                .iter()
+                .filter(|u| {
+                    !kernels
+                        .iter()
+                        .any(|x| x.unknowns.iter().any(|v| v.reason == u.reason && v.span == u.span))
+                })
+                .collect();
+            if std::env::var("WARPDRF_DEBUG_COVER").is_ok() {
+                for u in &missing {
+                    eprintln!("cover of {name}: {} at {:?}", u.reason, u.span);
                 }
-                if missing.is_empty() {
-                    if !k.always_traps() {
-                        cover = Some(kernels.len());
-                        kernels.push(k);
-                        blocks.push(shapes.filter(|s| !s.is_empty()));
-                    }
-                    covered = tuples.len();
-                    more = false;
+            }
+            if missing.is_empty() {
+                if !k.always_traps() {
+                    cover = Some(kernels.len());
+                    kernels.push(k);
+                    blocks.push(shapes.filter(|s| !s.is_empty()));
                 }
+                covered = tuples.len();
+                more = false;
             }
         }
         if kernels.is_empty() {
@@ -842,13 +833,14 @@ fn includes(wide: &LaunchShape, narrow: &LaunchShape) -> bool {
 
 /// The units in the order they are read, each with the files it reads:
 /// the translation units, then each header with kernels that no unit
-/// before it read (a unit of its own).
+/// before it read (a unit of its own). And the files read that may hold a
+/// kernel (`__global__` in their text).
 fn plan_units(
     db: &mut SourceDb,
     session: &mut Session,
     units: Vec<FileId>,
     headers: Vec<FileId>,
-) -> Vec<(FileId, Vec<FileId>)> {
+) -> (Vec<(FileId, Vec<FileId>)>, crate::hash::HashSet<FileId>) {
     let _s = crate::profile::stage("preprocess");
     let mut plan = Vec::new();
     let mut included: crate::hash::HashSet<FileId> = Default::default();
@@ -873,10 +865,15 @@ fn plan_units(
             first_reader.entry(f).or_insert(at);
         }
     }
+    let with_kernels: crate::hash::HashSet<FileId> = first_reader
+        .keys()
+        .copied()
+        .filter(|&f| db.file(f).text.contains("__global__"))
+        .collect();
     let key = |at: usize, (root, files): &(FileId, Vec<FileId>)| {
         files
             .iter()
-            .filter(|&&f| f != *root && db.file(f).text.contains("__global__"))
+            .filter(|&f| f != root && with_kernels.contains(f))
             .map(|f| first_reader[f])
             .fold(at, usize::min)
     };
@@ -884,7 +881,8 @@ fn plan_units(
     let mut order: Vec<usize> = (0..plan.len()).collect();
     order.sort_by_key(|&at| keys[at]);
     let mut slots: Vec<Option<(FileId, Vec<FileId>)>> = plan.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|at| slots[at].take()).collect()
+    let plan = order.into_iter().filter_map(|at| slots[at].take()).collect();
+    (plan, with_kernels)
 }
 
 /// The template arguments of the lowering that covers a kernel's

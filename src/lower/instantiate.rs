@@ -812,9 +812,10 @@ struct Finder<'s> {
     /// A function on the way from the kernel to the uses now searched is
     /// in a fragment not searched: every root is followed.
     fresh: bool,
-    /// The search passed over a root: a host template whose every use is
-    /// such has instantiations, all found before (not unknown ones, as
-    /// where it has no use at all).
+    /// The search of the host template now searched passed over a root:
+    /// one whose every use is such has instantiations, all found before
+    /// (not unknown ones, as where it has no use at all). Its own: what
+    /// `envs_of` reads of a caller's search does not set it.
     passed_over: bool,
 }
 
@@ -875,13 +876,12 @@ impl<'s> Finder<'s> {
                         self.truncated = true;
                         continue;
                     }
-                    let outer = std::mem::take(&mut self.passed_over);
                     let below = std::mem::replace(&mut self.fresh, fresh);
-                    let envs = self.envs_of(l, f, depth + 1);
+                    let (envs, passed_over) = self.envs_of(l, f, depth + 1);
                     self.fresh = below;
                     // Every instantiation of `f` comes from a root passed
                     // over: none is new, and neither is this use's.
-                    if std::mem::replace(&mut self.passed_over, outer) && envs.is_empty() {
+                    if passed_over && envs.is_empty() {
                         self.passed_over = true;
                         continue;
                     }
@@ -1178,7 +1178,7 @@ impl<'s> Finder<'s> {
     /// unknown (when they are not found, or for [`KernelUses::every_site`]).
     fn caller_envs<'u>(&mut self, l: &mut Lowerer<'u>, caller: Option<DeclId>, depth: u32) -> Vec<TemplateEnv> {
         let envs = match caller {
-            Some(g) if l.index.decl(g).template.is_some() && !self.symbolic_callers => self.envs_of(l, g, depth + 1),
+            Some(g) if l.index.decl(g).template.is_some() && !self.symbolic_callers => self.envs_of(l, g, depth + 1).0,
             _ => Vec::new(),
         };
         if envs.is_empty() {
@@ -1327,14 +1327,14 @@ impl<'s> Finder<'s> {
         Some(out).filter(|o| !o.is_empty())
     }
 
-    /// The template environments a host function template is instantiated with.
-    fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> Vec<TemplateEnv> {
+    /// The template environments a host function template is instantiated
+    /// with, and whether the search for them passed over a root.
+    fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> (Vec<TemplateEnv>, bool) {
         let key = (f, self.fresh);
         if let Some(known) = self.envs.get(&key) {
             if known.from <= depth || !known.short {
                 self.truncated |= known.short;
-                self.passed_over |= known.passed_over;
-                return known.envs.clone();
+                return (known.envs.clone(), known.passed_over);
             }
         }
         // (A search of `f` within its own search finds nothing.)
@@ -1349,15 +1349,14 @@ impl<'s> Finder<'s> {
         );
         let d = l.index.decl(f).clone();
         let Some(params) = d.template else {
-            return vec![TemplateEnv::default()];
+            return (vec![TemplateEnv::default()], false);
         };
         let outer = std::mem::take(&mut self.truncated);
         let outer_passed = std::mem::take(&mut self.passed_over);
         let tuples = self.tuples_of(l, f, depth);
         let short = self.truncated;
-        let passed_over = self.passed_over;
+        let passed_over = std::mem::replace(&mut self.passed_over, outer_passed);
         self.truncated |= outer;
-        self.passed_over |= outer_passed;
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
@@ -1377,7 +1376,7 @@ impl<'s> Finder<'s> {
                 envs: envs.clone(),
             },
         );
-        envs
+        (envs, passed_over)
     }
 
     /// The function definition around a node, and the scope to look names up in.
