@@ -281,6 +281,7 @@ fn lower_files_streaming(
         diagnostics.extend(unit.diagnostics.iter().cloned());
         let _s = crate::profile::stage("index+lower");
         let index = lower::Index::build(&unit);
+        let mut host = lower::instantiate::HostSearch::new(&unit, &index, &options.lower);
         for frag in &unit.fragments {
             if frag.parse_timed_out.load(std::sync::atomic::Ordering::Relaxed) {
                 let span = frag
@@ -313,7 +314,7 @@ fn lower_files_streaming(
                 g
             });
             let lower_in = (&unit, &index, &options.lower, def.decl);
-            let fresh = g.search(lower_in);
+            let fresh = g.search(&mut host, def.decl);
             let mut candidates = std::mem::take(&mut g.unlowered);
             candidates.extend(fresh);
             let candidates = if candidates.is_empty() {
@@ -348,19 +349,18 @@ fn lower_files_streaming(
             if !wanted(&name) {
                 continue;
             }
-            let lower_in = (&unit, &index, &options.lower, decl);
             match by_name.get(&name) {
                 Some(sites) => {
                     for site in sites {
                         if let Some(g) = gathering.get_mut(site) {
-                            let fresh = g.search(lower_in);
+                            let fresh = g.search(&mut host, decl);
                             g.unlowered.extend(fresh);
                         }
                     }
                 }
                 None => {
                     let template = index.decl(decl).template.is_some();
-                    foreign.entry(name).or_default().search(lower_in, template);
+                    foreign.entry(name).or_default().search(&mut host, decl, template);
                 }
             }
         }
@@ -451,12 +451,12 @@ impl Found {
     /// Searches this unit's code beyond what was searched for the uses of
     /// the kernel `decl` here (one `template` or not); gives the tuples new
     /// here.
-    fn search(&mut self, (unit, index, config, decl): LowerIn, template: bool) -> Vec<Tuple> {
-        let mut uses = lower::instantiate::kernel_uses_beyond(unit, index, config, decl, &self.searched);
+    fn search(&mut self, host: &mut HostSearch, decl: lower::DeclId, template: bool) -> Vec<Tuple> {
+        let mut uses = host.kernel_uses_beyond(decl, &self.searched);
         if !template {
             uses.tuples = vec![Vec::new()];
         }
-        self.add(uses, fragments_of(unit))
+        self.add(uses, fragments_of(host.unit()))
     }
 
     /// Adds the `uses` a search of `searched` (fragments) found; gives
@@ -499,6 +499,7 @@ impl Found {
 }
 
 type Tuple = lower::instantiate::Tuple;
+type HostSearch<'a> = lower::instantiate::HostSearch<'a>;
 
 /// What a kernel is lowered in: the unit, its index, the options and the
 /// kernel's declaration there.
@@ -558,19 +559,17 @@ impl Gathered {
     /// unit instantiates is left to the cover (checked under the shapes of
     /// every launch site), and only its launch shapes are read. Gives the
     /// tuples new here.
-    fn search(&mut self, (unit, index, config, decl): LowerIn) -> Vec<Tuple> {
+    fn search(&mut self, host: &mut HostSearch, decl: lower::DeclId) -> Vec<Tuple> {
         if !self.saturated() {
-            return self
-                .found
-                .search((unit, index, config, decl), !self.template_params.is_empty());
+            return self.found.search(host, decl, !self.template_params.is_empty());
         }
         let uses = lower::instantiate::KernelUses {
             tuples: Vec::new(),
             launches: Vec::new(),
-            every_site: lower::instantiate::every_launch_shape(unit, index, config, decl),
+            every_site: host.every_launch_shape(decl),
             complete: false,
         };
-        self.found.add(uses, fragments_of(unit))
+        self.found.add(uses, fragments_of(host.unit()))
     }
 
     /// No more instantiations are lowered: the cover checks the rest.
@@ -2088,6 +2087,29 @@ mod tests {
         let entries = entries_of(PAST_THE_DEPTH);
         let e = &entries[0];
         assert!(e.cover.is_some() || e.more_instantiations, "{e:?}");
+    }
+
+    #[test]
+    fn a_kernel_searched_after_another_stops_short_where_that_search_did() {
+        // `run` launches `a<1>` and `b<1>` with the block its callers pass;
+        // the caller passing 64 is past the search's depth, so `a`'s search
+        // stops short and a cover checks the rest. The search for `b`
+        // reads what the search for `a` found of `run`'s callers: it stops
+        // short too, as it does searched alone.
+        let entries = entries_of(
+            "template <int N> __global__ void a(int * p) { p[threadIdx.x] = N; }
+            template <int N> __global__ void b(int * p) { p[threadIdx.x] = N; }
+            void run(int * p, dim3 block) { a<1><<<1, block>>>(p); b<1><<<1, block>>>(p); }
+            template <int N> void l1(int * p) { run(p, dim3(N)); }
+            template <int N> void l2(int * p) { l1<N>(p); }
+            template <int N> void l3(int * p) { l2<N>(p); }
+            template <int N> void l4(int * p) { l3<N>(p); }
+            void host(int * p) { l4<64>(p); l1<32>(p); }",
+        );
+        assert_eq!(entries.len(), 2);
+        for e in &entries {
+            assert!(e.cover.is_some() || e.more_instantiations, "{e:?}");
+        }
     }
 
     /// `k<1>` is reached through four enclosing templates, past the

@@ -118,23 +118,6 @@ pub fn fragment_key(frag: &Fragment) -> usize {
     frag as *const Fragment as usize
 }
 
-/// [`KernelUses::every_site`] alone: the block shapes of every launch site
-/// of the kernel in this unit, with their templates' parameters unknown
-/// (`None` when none launches it).
-pub fn every_launch_shape(
-    unit: &Unit,
-    index: &Index,
-    config: &LowerConfig,
-    kernel: DeclId,
-) -> Option<Vec<LaunchShape>> {
-    let mut l = Lowerer::new(unit, index, config, kernel);
-    l.host_mode = true;
-    let searched = HashSet::default();
-    let mut finder = Finder::new(index, kernel, &searched);
-    let _s = crate::profile::stage("every-site");
-    finder.shapes_at_every_site(&mut l)
-}
-
 /// [`kernel_uses`] beyond the code an earlier unit's search already read:
 /// `searched` holds those fragments ([`fragment_key`]; the preprocessor
 /// shares a fragment between units only where it expands to the same
@@ -151,43 +134,107 @@ pub fn kernel_uses_beyond(
     kernel: DeclId,
     searched: &HashSet<usize>,
 ) -> KernelUses {
-    let mut l = Lowerer::new(unit, index, config, kernel);
-    l.host_mode = true;
-    let mut finder = Finder::new(index, kernel, searched);
-    let mut tuples: Vec<Tuple> = Vec::new();
-    // Symbols of this search do not exist in later lowerings: they become `None`.
-    for t in finder.tuples_of(&mut l, kernel, 0) {
-        let t: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
-        if t.iter().any(Option::is_some) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES {
-            tuples.push(t);
+    HostSearch::new(unit, index, config).kernel_uses_beyond(kernel, searched)
+}
+
+/// The search of one unit's host code for the uses of its kernels. What
+/// it finds of host templates (their instantiations) and of the callers
+/// of launching functions (their operands and shapes) does not depend on
+/// the kernel: a kernel searched after others, with the same fragments
+/// searched before (see [`kernel_uses_beyond`]), reads what they found
+/// instead of evaluating the same host code again (ggml's attention
+/// headers launch four kernels from one host template, instantiated in
+/// each of 85 units). One host-mode lowerer serves them all, so that
+/// what is kept holds its symbols.
+pub struct HostSearch<'u> {
+    unit: &'u Unit,
+    index: &'u Index<'u>,
+    config: &'u LowerConfig,
+    lowerer: Option<Lowerer<'u>>,
+    /// Function definitions by node.
+    function_nodes: HashMap<usize, DeclId>,
+    /// By the fragments searched before, sorted.
+    found: HashMap<Vec<usize>, HostCaches>,
+    /// What [`KernelUses::every_site`]'s evaluation of callers found: it
+    /// reads no instantiation, so no fragment searched before changes it.
+    symbolic: CallerCache,
+}
+
+/// What a search of host code found that holds for every kernel (see
+/// [`HostSearch`]).
+#[derive(Default)]
+struct HostCaches {
+    /// Instantiation environments of host function templates, by
+    /// declaration and `Finder::fresh`.
+    envs: HashMap<(DeclId, bool), EnvSearch>,
+    callers: CallerCache,
+}
+
+impl<'u> HostSearch<'u> {
+    pub fn new(unit: &'u Unit, index: &'u Index<'u>, config: &'u LowerConfig) -> HostSearch<'u> {
+        let mut function_nodes = HashMap::default();
+        for (i, d) in index.decls.iter().enumerate() {
+            if d.kind == DeclKind::Function && d.defined {
+                function_nodes.insert(d.node.id(), DeclId(i as u32));
+            }
+        }
+        HostSearch {
+            unit,
+            index,
+            config,
+            lowerer: None,
+            function_nodes,
+            found: HashMap::default(),
+            symbolic: CallerCache::default(),
         }
     }
-    tuples.sort_by_key(|t| std::cmp::Reverse(t.iter().filter(|a| a.is_some()).count()));
-    let mut launches: Vec<LaunchSite> = Vec::new();
-    for (t, block) in std::mem::take(&mut finder.launches) {
-        let tuple: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
-        let site = LaunchSite {
-            tuple,
-            blocks: block.unwrap_or_else(|| vec![LaunchShape::symbolic()]),
-            params: finder.params.clone(),
+
+    /// A finder for `kernel` over what this search found before with
+    /// `searched`, and the lowerer to evaluate host code with.
+    fn finder<'s>(&'s mut self, kernel: DeclId, searched: &'s HashSet<usize>) -> (Finder<'s>, &'s mut Lowerer<'u>) {
+        let mut key: Vec<usize> = searched.iter().copied().collect();
+        key.sort_unstable();
+        let (unit, index, config) = (self.unit, self.index, self.config);
+        let l = self.lowerer.get_or_insert_with(|| {
+            let mut l = Lowerer::new(unit, index, config, kernel);
+            l.host_mode = true;
+            l
+        });
+        let finder = Finder {
+            params: kernel_param_names(index, kernel),
+            found: self.found.entry(key).or_default(),
+            symbolic: &mut self.symbolic,
+            symbolic_callers: false,
+            function_nodes: &self.function_nodes,
+            kernel,
+            launches: Vec::new(),
+            truncated: false,
+            searched,
+            fresh: false,
+            passed_over: false,
         };
-        if !launches.contains(&site) {
-            launches.push(site);
-        }
+        (finder, l)
     }
-    let complete = !finder.truncated && tuples.len() < MAX_TUPLES;
-    // Only a search that stopped short needs them.
-    let every_site = if !complete {
+
+    /// The unit searched.
+    pub fn unit(&self) -> &'u Unit {
+        self.unit
+    }
+
+    /// [`KernelUses::every_site`] alone: the block shapes of every launch
+    /// site of the kernel in this unit, with their templates' parameters
+    /// unknown (`None` when none launches it).
+    pub fn every_launch_shape(&mut self, kernel: DeclId) -> Option<Vec<LaunchShape>> {
+        let searched = HashSet::default();
+        let (mut finder, l) = self.finder(kernel, &searched);
         let _s = crate::profile::stage("every-site");
-        finder.shapes_at_every_site(&mut l)
-    } else {
-        None
-    };
-    KernelUses {
-        tuples,
-        launches,
-        every_site,
-        complete,
+        finder.shapes_at_every_site(l)
+    }
+
+    /// See [`kernel_uses_beyond`].
+    pub fn kernel_uses_beyond(&mut self, kernel: DeclId, searched: &HashSet<usize>) -> KernelUses {
+        let (mut finder, l) = self.finder(kernel, searched);
+        finder.kernel_uses(l)
     }
 }
 
@@ -785,19 +832,16 @@ struct EnvSearch {
 struct Finder<'s> {
     /// The kernel's parameter names, in declaration order.
     params: Vec<String>,
-    /// What the callers of host functions pass them: one cache per
-    /// [`Self::symbolic_callers`] (the other is set aside meanwhile).
-    callers: CallerCache,
+    /// What searches before found of host templates and callers, with
+    /// the fragments `searched` searched before (see [`HostSearch`]).
+    found: &'s mut HostCaches,
+    /// What the callers of host functions pass them, evaluated with their
+    /// template parameters unknown (see [`Self::symbolic_callers`]).
+    symbolic: &'s mut CallerCache,
     /// Callers are evaluated with their template parameters unknown (for
     /// [`KernelUses::every_site`]), not under the instantiations found.
     symbolic_callers: bool,
-    /// Instantiation environments of host function templates, by declaration.
-    /// Each with the depth it was searched from, and whether that search
-    /// stopped short: a search from nearer the kernel goes deeper, and is
-    /// made again where the one before stopped short. And whether it
-    /// passed over a root (`passed_over`). Keyed also by `fresh`.
-    envs: HashMap<(DeclId, bool), EnvSearch>,
-    function_nodes: HashMap<usize, DeclId>,
+    function_nodes: &'s HashMap<usize, DeclId>,
     /// The kernel whose launches are collected, and what they were.
     kernel: DeclId,
     /// Launches by `<<<…>>>` or through a wrapper that takes the kernel:
@@ -820,26 +864,52 @@ struct Finder<'s> {
 }
 
 impl<'s> Finder<'s> {
-    fn new(index: &Index, kernel: DeclId, searched: &'s HashSet<usize>) -> Finder<'s> {
-        let mut finder = Finder {
-            params: kernel_param_names(index, kernel),
-            callers: CallerCache::default(),
-            symbolic_callers: false,
-            envs: HashMap::default(),
-            function_nodes: HashMap::default(),
-            kernel,
-            launches: Vec::new(),
-            truncated: false,
-            searched,
-            fresh: false,
-            passed_over: false,
-        };
-        for (i, d) in index.decls.iter().enumerate() {
-            if d.kind == DeclKind::Function && d.defined {
-                finder.function_nodes.insert(d.node.id(), DeclId(i as u32));
+    /// The cache of what callers pass, in the current mode.
+    fn callers(&mut self) -> &mut CallerCache {
+        if self.symbolic_callers {
+            self.symbolic
+        } else {
+            &mut self.found.callers
+        }
+    }
+
+    /// What the uses of the kernel say about it.
+    fn kernel_uses(&mut self, l: &mut Lowerer) -> KernelUses {
+        let mut tuples: Vec<Tuple> = Vec::new();
+        // Symbols of this search do not exist in later lowerings: they become `None`.
+        for t in self.tuples_of(l, self.kernel, 0) {
+            let t: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
+            if t.iter().any(Option::is_some) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES {
+                tuples.push(t);
             }
         }
-        finder
+        tuples.sort_by_key(|t| std::cmp::Reverse(t.iter().filter(|a| a.is_some()).count()));
+        let mut launches: Vec<LaunchSite> = Vec::new();
+        for (t, block) in std::mem::take(&mut self.launches) {
+            let tuple: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
+            let site = LaunchSite {
+                tuple,
+                blocks: block.unwrap_or_else(|| vec![LaunchShape::symbolic()]),
+                params: self.params.clone(),
+            };
+            if !launches.contains(&site) {
+                launches.push(site);
+            }
+        }
+        let complete = !self.truncated && tuples.len() < MAX_TUPLES;
+        // Only a search that stopped short needs them.
+        let every_site = if !complete {
+            let _s = crate::profile::stage("every-site");
+            self.shapes_at_every_site(l)
+        } else {
+            None
+        };
+        KernelUses {
+            tuples,
+            launches,
+            every_site,
+            complete,
+        }
     }
 
     /// Argument tuples of the uses of `target`: template-ids (`f<…>`), calls
@@ -960,11 +1030,9 @@ impl<'s> Finder<'s> {
     /// with its own template parameters unknown: their instantiations may
     /// be past the search too.
     fn shapes_at_every_site<'u>(&mut self, l: &mut Lowerer<'u>) -> Option<Vec<LaunchShape>> {
-        let found = std::mem::take(&mut self.callers);
         self.symbolic_callers = true;
         let out = self.shapes_at_every_site_symbolically(l);
         self.symbolic_callers = false;
-        self.callers = found;
         out
     }
 
@@ -1194,13 +1262,31 @@ impl<'s> Finder<'s> {
     /// [`KernelUses::every_site`]). `None` when a use of `f` is not a
     /// call, or there are more than [`MAX_CALLER_OPERANDS`] lists.
     fn caller_operands<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> CallerOperands {
-        if let Some(known) = self.callers.operands.get(&f) {
-            return known.clone();
+        if let Some((known, short)) = self.callers().operands.get(&f).and_then(|c| c.reuse(depth)) {
+            self.truncated |= short;
+            return known;
         }
-        self.callers.operands.insert(f, None);
-        let found = self.caller_operands_uncached(l, f, depth).map(Rc::new);
-        self.callers.operands.insert(f, found.clone());
+        self.callers().operands.insert(f, CallerSearch::pending(depth, None));
+        let (found, short) = self.noting_short(|this| this.caller_operands_uncached(l, f, depth).map(Rc::new));
+        self.callers().operands.insert(
+            f,
+            CallerSearch {
+                from: depth,
+                short,
+                found: found.clone(),
+            },
+        );
         found
+    }
+
+    /// What `search` gives, and whether it stopped short (`truncated`,
+    /// which it also leaves set for the search around it).
+    fn noting_short<T>(&mut self, search: impl FnOnce(&mut Self) -> T) -> (T, bool) {
+        let outer = std::mem::take(&mut self.truncated);
+        let found = search(self);
+        let short = self.truncated;
+        self.truncated |= outer;
+        (found, short)
     }
 
     fn caller_operands_uncached<'u>(
@@ -1265,12 +1351,22 @@ impl<'s> Finder<'s> {
             return None;
         }
         // The same for every launch in `f`: computed once.
-        if let Some(known) = self.callers.shapes.get(&(f, position)) {
-            return known.clone();
+        if let Some((known, short)) = self.callers().shapes.get(&(f, position)).and_then(|c| c.reuse(depth)) {
+            self.truncated |= short;
+            return known;
         }
-        self.callers.shapes.insert((f, position), None);
-        let found = self.caller_blocks_uncached(l, f, position, depth);
-        self.callers.shapes.insert((f, position), found.clone());
+        self.callers()
+            .shapes
+            .insert((f, position), CallerSearch::pending(depth, None));
+        let (found, short) = self.noting_short(|this| this.caller_blocks_uncached(l, f, position, depth));
+        self.callers().shapes.insert(
+            (f, position),
+            CallerSearch {
+                from: depth,
+                short,
+                found: found.clone(),
+            },
+        );
         found
     }
 
@@ -1331,14 +1427,14 @@ impl<'s> Finder<'s> {
     /// with, and whether the search for them passed over a root.
     fn envs_of<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> (Vec<TemplateEnv>, bool) {
         let key = (f, self.fresh);
-        if let Some(known) = self.envs.get(&key) {
+        if let Some(known) = self.found.envs.get(&key) {
             if known.from <= depth || !known.short {
                 self.truncated |= known.short;
                 return (known.envs.clone(), known.passed_over);
             }
         }
         // (A search of `f` within its own search finds nothing.)
-        self.envs.insert(
+        self.found.envs.insert(
             key,
             EnvSearch {
                 from: depth,
@@ -1367,7 +1463,7 @@ impl<'s> Finder<'s> {
             .iter()
             .map(|t| l.bind_template_params(ctx.clone(), params, t, &TemplateEnv::default(), true))
             .collect();
-        self.envs.insert(
+        self.found.envs.insert(
             key,
             EnvSearch {
                 from: depth,
@@ -1401,9 +1497,39 @@ type CallerOperands = Option<Rc<Vec<Vec<super::Value>>>>;
 #[derive(Default)]
 struct CallerCache {
     /// Block shapes passed as a parameter, by (function, parameter position).
-    shapes: HashMap<(DeclId, usize), Option<Vec<LaunchShape>>>,
+    shapes: HashMap<(DeclId, usize), CallerSearch<Option<Vec<LaunchShape>>>>,
     /// Operand lists, by function.
-    operands: HashMap<DeclId, CallerOperands>,
+    operands: HashMap<DeclId, CallerSearch<CallerOperands>>,
+}
+
+/// An evaluation of callers (see [`CallerCache`]), like [`EnvSearch`]:
+/// the depth it was made from and whether it stopped short.
+struct CallerSearch<T> {
+    from: u32,
+    short: bool,
+    found: T,
+}
+
+impl<T> CallerSearch<T> {
+    /// The entry while it is made (a search of `f` within its own search
+    /// finds `found`).
+    fn pending(from: u32, found: T) -> CallerSearch<T> {
+        CallerSearch {
+            from,
+            short: false,
+            found,
+        }
+    }
+
+    /// What it found and whether it stopped short, where that stands for
+    /// an evaluation from `depth`: one from farther out that stopped short
+    /// is made again.
+    fn reuse(&self, depth: u32) -> Option<(T, bool)>
+    where
+        T: Clone,
+    {
+        (self.from <= depth || !self.short).then(|| (self.found.clone(), self.short))
+    }
 }
 
 /// A launch inside a host function, as [`Finder::site_launch`] found it.
