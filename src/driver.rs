@@ -241,24 +241,20 @@ fn lower_files_streaming(
     // unit that reads it: a kernel's uses are gathered from every unit
     // that includes its definition or declares it, and it is settled after
     // the last.
-    let (plan, with_kernels) = plan_units(db, &mut session, units, headers);
+    let (plan, with_kernels, naming) = plan_units(db, &mut session, units, headers);
     let mut last_reader: HashMap<FileId, usize> = HashMap::default();
     for (at, (_, files)) in plan.iter().enumerate() {
         for &f in files {
             last_reader.insert(f, at);
         }
     }
-    // Files that may declare a kernel, by the identifiers they hold: a unit
-    // that launches a kernel defined elsewhere reads its declaration (whose
-    // `__global__` may come from a macro).
-    let declaring = identifiers_of(last_reader.keys().map(|&f| (f, db.file(f).text.as_str())));
+    // The last unit that may declare or launch a kernel: a unit that
+    // launches a kernel defined elsewhere reads its declaration (whose
+    // `__global__`, and name, may come from a macro), so its code holds
+    // the name.
     let settle_at = |def: &lower::KernelDef| -> usize {
-        let named = declaring.get(&def.name).map_or(&[][..], Vec::as_slice);
-        std::iter::once(&def.span.file)
-            .chain(named)
-            .filter_map(|f| last_reader.get(f).copied())
-            .max()
-            .unwrap_or(0)
+        let defining = last_reader.get(&def.span.file).copied();
+        defining.max(naming.last_naming(&def.name)).unwrap_or(0)
     };
     let mut entries: Vec<KernelEntry> = Vec::new();
     let mut gathering: HashMap<(FileId, u32), Gathered> = HashMap::default();
@@ -802,26 +798,6 @@ fn due(gathering: &mut HashMap<(FileId, u32), Gathered>, at: usize) -> Vec<((Fil
         .collect()
 }
 
-/// For each identifier, the files (of `texts`) that hold it.
-fn identifiers_of<'t>(texts: impl Iterator<Item = (FileId, &'t str)>) -> HashMap<String, Vec<FileId>> {
-    let mut out: HashMap<String, Vec<FileId>> = HashMap::default();
-    for (f, text) in texts {
-        let words = text
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty());
-        for w in words {
-            match out.get_mut(w) {
-                Some(files) if files.last() == Some(&f) => {}
-                Some(files) => files.push(f),
-                None => {
-                    out.insert(w.to_string(), vec![f]);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Whether launches of shape `wide` include every launch of shape `narrow`
 /// (facts aside): each extent the same, or unknown in `wide` with a
 /// multiple that `narrow`'s extent keeps.
@@ -834,30 +810,37 @@ fn includes(wide: &LaunchShape, narrow: &LaunchShape) -> bool {
     })
 }
 
+/// A unit to read: its root and every file it reads.
+type PlannedUnit = (FileId, Vec<FileId>);
+
 /// The units in the order they are read, each with the files it reads:
 /// the translation units, then each header with kernels that no unit
 /// before it read (a unit of its own). And the files read that may hold a
-/// kernel (`__global__` in their text).
+/// kernel (`__global__` in their text), and the names each unit's code
+/// holds.
 fn plan_units(
     db: &mut SourceDb,
     session: &mut Session,
     units: Vec<FileId>,
     headers: Vec<FileId>,
-) -> (Vec<(FileId, Vec<FileId>)>, crate::hash::HashSet<FileId>) {
+) -> (Vec<PlannedUnit>, crate::hash::HashSet<FileId>, Naming) {
     let _s = crate::profile::stage("preprocess");
     let mut plan = Vec::new();
+    let mut naming = Naming::default();
+    let mut fragments: Vec<Vec<usize>> = Vec::new();
     let mut included: crate::hash::HashSet<FileId> = Default::default();
-    for root in units {
-        let files = session.preprocess(db, root).files;
-        included.extend(files.iter().copied());
-        plan.push((root, files));
-    }
-    for h in headers {
-        if !included.contains(&h) && db.file(h).text.contains("__global__") {
-            let files = session.preprocess(db, h).files;
-            included.extend(files.iter().copied());
-            plan.push((h, files));
+    let roots = units
+        .into_iter()
+        .map(|u| (u, true))
+        .chain(headers.into_iter().map(|h| (h, false)));
+    for (root, compiled) in roots {
+        if !compiled && (included.contains(&root) || !db.file(root).text.contains("__global__")) {
+            continue;
         }
+        let unit = session.preprocess(db, root);
+        included.extend(unit.files.iter().copied());
+        fragments.push(naming.read(&unit));
+        plan.push((root, unit.files));
     }
     // The readers of a header with kernels, together after the first: its
     // kernels are settled (and checked) as early as they can be, not when
@@ -883,9 +866,57 @@ fn plan_units(
     let keys: Vec<usize> = plan.iter().enumerate().map(|(at, u)| key(at, u)).collect();
     let mut order: Vec<usize> = (0..plan.len()).collect();
     order.sort_by_key(|&at| keys[at]);
-    let mut slots: Vec<Option<(FileId, Vec<FileId>)>> = plan.into_iter().map(Some).collect();
+    naming.units = order.iter().map(|&at| std::mem::take(&mut fragments[at])).collect();
+    let mut slots: Vec<Option<PlannedUnit>> = plan.into_iter().map(Some).collect();
     let plan = order.into_iter().filter_map(|at| slots[at].take()).collect();
-    (plan, with_kernels)
+    (plan, with_kernels, naming)
+}
+
+/// The names in each unit's code, as the preprocessor expanded it: a unit
+/// may declare or launch a kernel only where its code holds the kernel's
+/// name, which a macro may paste together (`k_##name`) so that no file's
+/// text holds it. Names are kept as hashes: two names with one hash only
+/// make a kernel wait for a unit that does not name it.
+#[derive(Default)]
+struct Naming {
+    /// Each fragment's names (by [`lower::instantiate::fragment_key`]).
+    fragments: HashMap<usize, crate::hash::HashSet<u64>>,
+    /// Each unit's fragments, in the order the units are read.
+    units: Vec<Vec<usize>>,
+}
+
+impl Naming {
+    fn hash(name: &str) -> u64 {
+        use std::hash::BuildHasher;
+        foldhash::fast::FixedState::default().hash_one(name)
+    }
+
+    /// Reads the names of `unit`'s fragments not read before; gives its
+    /// fragments.
+    fn read(&mut self, unit: &preprocess::Unit) -> Vec<usize> {
+        let mut keys = Vec::new();
+        for fragment in &unit.fragments {
+            let key = lower::instantiate::fragment_key(fragment);
+            self.fragments.entry(key).or_insert_with(|| {
+                fragment
+                    .text
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .map(Self::hash)
+                    .collect()
+            });
+            keys.push(key);
+        }
+        keys
+    }
+
+    /// The last unit (in reading order) whose code holds `name`.
+    fn last_naming(&self, name: &str) -> Option<usize> {
+        let h = Self::hash(name);
+        self.units
+            .iter()
+            .rposition(|unit| unit.iter().any(|f| self.fragments[f].contains(&h)))
+    }
 }
 
 /// The template arguments of the lowering that covers a kernel's

@@ -574,3 +574,28 @@ fn a_memory_condition_that_cannot_pass_still_finds_its_alarm() {
     )]);
     assert_eq!(audit_dir(dir.path()), vec![("leave".to_string(), "alarm".to_string())]);
 }
+
+#[test]
+fn a_kernel_named_only_by_pasting_waits_for_the_unit_that_launches_it() {
+    // `k_add` is defined in `a.cu` and launched 64 wide there, and 128
+    // wide from `b.cu` through a declaration; no file's text holds the
+    // name (both paste it), so it was settled after `a.cu`, and `b.cu`'s
+    // launch, where threads 0 and 64 write `x[0]`, was never read.
+    let dir = project(&[
+        (
+            "a.cu",
+            "#define KERNEL(name) __global__ void k_##name(float *x) { x[threadIdx.x % 64] = 1.0f; }\n\
+             #define LAUNCH(name, n) k_##name<<<1, n>>>(x)\n\
+             KERNEL(add)\n\
+             void run_a(float *x) { LAUNCH(add, 64); }\n",
+        ),
+        (
+            "b.cu",
+            "#define DECL(name) __global__ void k_##name(float *x);\n\
+             #define LAUNCH(name, n) k_##name<<<1, n>>>(x)\n\
+             DECL(add)\n\
+             void run_b(float *x) { LAUNCH(add, 128); }\n",
+        ),
+    ]);
+    assert_eq!(audit_dir(dir.path()), vec![("k_add".to_string(), "alarm".to_string())]);
+}
