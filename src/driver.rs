@@ -1697,19 +1697,21 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             );
         }
     }
-    // A memory condition that cannot pass (above) can only gain an alarm.
-    // Where the first alarm settles it (`audit`), the search for one gets
-    // a quarter of the budget, not what proofs that cannot change the
-    // verdict would spend: on ggml, flash_attn_ext_f16 (copies in flight
-    // at a return, the only such kernel) spent the whole budget, 9 s of
-    // the audit's CPU, and found no alarm; now 2 s, the same verdict.
-    // Alarms are found early or not at all: 29 of the 30 alarms under any
-    // launch took under a fourteenth of a quarter (see `for_any_launch`).
-    let memory_budget = if options.settle && memory == Verdict::Unknown {
-        (spent() + budget / UNPASSABLE_SHARE).min(budget)
-    } else {
-        budget
-    };
+    // A memory condition that cannot pass (`obligation::memory_cannot_pass`:
+    // above, or what an instantiation's lowering or access model could not
+    // follow) can only gain an alarm. Where the first alarm settles it
+    // (`audit`), the search for one gets a quarter of the budget, not what
+    // proofs that cannot change the verdict would spend: on ggml,
+    // flash_attn_ext_f16 (copies in flight at a return) spent the whole
+    // budget, 9 s of the audit's CPU, and found no alarm; now 2 s, the same
+    // verdict. Alarms are found early or not at all: 29 of the 30 alarms
+    // under any launch took under a fourteenth of a quarter (see
+    // `for_any_launch`).
+    let unpassable = (spent() + budget / UNPASSABLE_SHARE).min(budget);
+    let mut memory_budget = budget;
+    if options.settle && memory == Verdict::Unknown {
+        memory_budget = unpassable;
+    }
     {
         // Each round of every job, then the next round of those that left
         // obligations undecided (see `obligation::Rounds`).
@@ -1740,6 +1742,9 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                     let built = model_of(i, &mut jobs, &mut models, &mut assumptions);
                     if !checked[0].insert(check_key(&built, &jobs[i].mopts)) {
                         continue;
+                    }
+                    if options.settle && crate::obligation::memory_cannot_pass(k, &built.model) {
+                        memory_budget = memory_budget.min(unpassable);
                     }
                     built.model
                 } else {

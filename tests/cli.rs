@@ -553,26 +553,39 @@ fn a_header_expanded_differently_is_searched_again() {
 
 #[test]
 fn a_memory_condition_that_cannot_pass_still_finds_its_alarm() {
-    // The copy in flight at the early return leaves memory unknown before
-    // any pair is checked: `audit` then searches a smaller budget for an
-    // alarm, and the race on `out[blockIdx.x]` is one.
-    let dir = project(&[(
-        "leave.cu",
-        "__device__ void stage16(unsigned dst, const void *src) {\n\
-         \x20   asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" : : \"r\"(dst), \"l\"(src));\n\
-         }\n\
-         __device__ void wait_copies() { asm volatile(\"cp.async.wait_all;\"); }\n\
-         __global__ void leave(const float4 *src, float *out, int n) {\n\
-         \x20   __shared__ __align__(16) float4 tile[128];\n\
-         \x20   stage16((unsigned) __cvta_generic_to_shared(&tile[threadIdx.x]), src + threadIdx.x);\n\
-         \x20   if (threadIdx.x >= n) { return; }\n\
-         \x20   wait_copies();\n\
-         \x20   __syncthreads();\n\
-         \x20   out[blockIdx.x] = tile[threadIdx.x].x;\n\
-         }\n\
-         void run(const float4 *src, float *out, int n) { leave<<<4, 128>>>(src, out, n); }\n",
-    )]);
-    assert_eq!(audit_dir(dir.path()), vec![("leave".to_string(), "alarm".to_string())]);
+    // The copy in flight at the early return, and the store through a
+    // pointer loaded from memory, leave memory unknown before any pair is
+    // checked: `audit` then searches a smaller budget for an alarm, and
+    // the races on `out[blockIdx.x]` and `out[0]` are ones.
+    let dir = project(&[
+        (
+            "gather.cu",
+            "__global__ void gather(float **rows, float *out) {\n\
+             \x20   float *row = rows[blockIdx.x];\n\
+             \x20   row[threadIdx.x] = 1.0f;\n\
+             \x20   out[0] = row[threadIdx.x];\n\
+             }\n\
+             void run_gather(float **rows, float *out) { gather<<<4, 64>>>(rows, out); }\n",
+        ),
+        (
+            "leave.cu",
+            "__device__ void stage16(unsigned dst, const void *src) {\n\
+             \x20   asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" : : \"r\"(dst), \"l\"(src));\n\
+             }\n\
+             __device__ void wait_copies() { asm volatile(\"cp.async.wait_all;\"); }\n\
+             __global__ void leave(const float4 *src, float *out, int n) {\n\
+             \x20   __shared__ __align__(16) float4 tile[128];\n\
+             \x20   stage16((unsigned) __cvta_generic_to_shared(&tile[threadIdx.x]), src + threadIdx.x);\n\
+             \x20   if (threadIdx.x >= n) { return; }\n\
+             \x20   wait_copies();\n\
+             \x20   __syncthreads();\n\
+             \x20   out[blockIdx.x] = tile[threadIdx.x].x;\n\
+             }\n\
+             void run(const float4 *src, float *out, int n) { leave<<<4, 128>>>(src, out, n); }\n",
+        ),
+    ]);
+    let alarm = |k: &str| (k.to_string(), "alarm".to_string());
+    assert_eq!(audit_dir(dir.path()), vec![alarm("gather"), alarm("leave")]);
 }
 
 #[test]

@@ -415,6 +415,19 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     }
 }
 
+/// Whether `kernel`'s memory condition is at best unknown whatever its
+/// obligations decide: its lowering, or the access `model`, could not
+/// follow something, or it accesses memory through a pointer the analysis
+/// cannot trace in a space that is written (see [`check_memory`]).
+pub fn memory_cannot_pass(kernel: &Kernel, model: &AccessModel) -> bool {
+    let space = |r: &crate::ir::access::AccessRecord| kernel.objects[r.object.index()].space;
+    let untraced_written = model.records.iter().any(|r| {
+        kernel.objects[r.object.index()].kind == ObjectKind::Untraced
+            && model.records.iter().any(|w| w.kind.writes() && space(w) == space(r))
+    });
+    !kernel.unknowns.is_empty() || !kernel.memory_unknowns.is_empty() || !model.unknowns.is_empty() || untraced_written
+}
+
 /// What the access model could not follow (`AccessModel::unknowns`): both
 /// conditions report it.
 pub(crate) fn model_unknowns(model: &AccessModel) -> impl Iterator<Item = UnknownItem> + '_ {
