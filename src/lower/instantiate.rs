@@ -1262,14 +1262,34 @@ impl<'s> Finder<'s> {
     /// [`KernelUses::every_site`]). `None` when a use of `f` is not a
     /// call, or there are more than [`MAX_CALLER_OPERANDS`] lists.
     fn caller_operands<'u>(&mut self, l: &mut Lowerer<'u>, f: DeclId, depth: u32) -> CallerOperands {
-        if let Some((known, short)) = self.callers().operands.get(&f).and_then(|c| c.reuse(depth)) {
+        self.cached(
+            |c| &mut c.operands,
+            f,
+            depth,
+            |this| this.caller_operands_uncached(l, f, depth).map(Rc::new),
+        )
+    }
+
+    /// `search` through the cache `table` picks in the current mode's
+    /// [`CallerCache`], at `key`: what an earlier evaluation from `depth`
+    /// or nearer found (a short one stops this search short too), else
+    /// made and kept (while it is made, a search of `key` within it finds
+    /// `T::default()`).
+    fn cached<K: std::hash::Hash + Eq + Copy, T: Clone + Default>(
+        &mut self,
+        table: fn(&mut CallerCache) -> &mut HashMap<K, CallerSearch<T>>,
+        key: K,
+        depth: u32,
+        search: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        if let Some((known, short)) = table(self.callers()).get(&key).and_then(|c| c.reuse(depth)) {
             self.truncated |= short;
             return known;
         }
-        self.callers().operands.insert(f, CallerSearch::pending(depth, None));
-        let (found, short) = self.noting_short(|this| this.caller_operands_uncached(l, f, depth).map(Rc::new));
-        self.callers().operands.insert(
-            f,
+        table(self.callers()).insert(key, CallerSearch::pending(depth, T::default()));
+        let (found, short) = self.noting_short(search);
+        table(self.callers()).insert(
+            key,
             CallerSearch {
                 from: depth,
                 short,
@@ -1351,23 +1371,12 @@ impl<'s> Finder<'s> {
             return None;
         }
         // The same for every launch in `f`: computed once.
-        if let Some((known, short)) = self.callers().shapes.get(&(f, position)).and_then(|c| c.reuse(depth)) {
-            self.truncated |= short;
-            return known;
-        }
-        self.callers()
-            .shapes
-            .insert((f, position), CallerSearch::pending(depth, None));
-        let (found, short) = self.noting_short(|this| this.caller_blocks_uncached(l, f, position, depth));
-        self.callers().shapes.insert(
+        self.cached(
+            |c| &mut c.shapes,
             (f, position),
-            CallerSearch {
-                from: depth,
-                short,
-                found: found.clone(),
-            },
-        );
-        found
+            depth,
+            |this| this.caller_blocks_uncached(l, f, position, depth),
+        )
     }
 
     fn caller_blocks_uncached<'u>(
@@ -1447,12 +1456,9 @@ impl<'s> Finder<'s> {
         let Some(params) = d.template else {
             return (vec![TemplateEnv::default()], false);
         };
-        let outer = std::mem::take(&mut self.truncated);
         let outer_passed = std::mem::take(&mut self.passed_over);
-        let tuples = self.tuples_of(l, f, depth);
-        let short = self.truncated;
+        let (tuples, short) = self.noting_short(|this| this.tuples_of(l, f, depth));
         let passed_over = std::mem::replace(&mut self.passed_over, outer_passed);
-        self.truncated |= outer;
         let ctx = Ctx {
             frag: d.frag,
             scope: d.scope,
@@ -1511,8 +1517,7 @@ struct CallerSearch<T> {
 }
 
 impl<T> CallerSearch<T> {
-    /// The entry while it is made (a search of `f` within its own search
-    /// finds `found`).
+    /// The entry while it is made.
     fn pending(from: u32, found: T) -> CallerSearch<T> {
         CallerSearch {
             from,

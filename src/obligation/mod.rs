@@ -279,12 +279,6 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     for (i, r) in model.records.iter().enumerate() {
         by_object.entry(r.object.0).or_default().push(i);
     }
-    let writes_in = |space: Space| {
-        model
-            .records
-            .iter()
-            .any(|r| r.kind.writes() && kernel.objects[r.object.index()].space == space)
-    };
     let mut params_alias_assumed = false;
     let written_params = by_object
         .iter()
@@ -313,7 +307,7 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     for (&object_id, recs) in &by_object {
         let object = &kernel.objects[object_id as usize];
         if object.kind == ObjectKind::Untraced {
-            if writes_in(object.space) {
+            if writes_in(kernel, model, object.space) {
                 let r = &model.records[recs[0]];
                 run.unknowns.push(UnknownItem {
                     reason: format!(
@@ -420,12 +414,19 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
 /// follow something, or it accesses memory through a pointer the analysis
 /// cannot trace in a space that is written (see [`check_memory`]).
 pub fn memory_cannot_pass(kernel: &Kernel, model: &AccessModel) -> bool {
-    let space = |r: &crate::ir::access::AccessRecord| kernel.objects[r.object.index()].space;
     let untraced_written = model.records.iter().any(|r| {
-        kernel.objects[r.object.index()].kind == ObjectKind::Untraced
-            && model.records.iter().any(|w| w.kind.writes() && space(w) == space(r))
+        let object = &kernel.objects[r.object.index()];
+        object.kind == ObjectKind::Untraced && writes_in(kernel, model, object.space)
     });
     !kernel.unknowns.is_empty() || !kernel.memory_unknowns.is_empty() || !model.unknowns.is_empty() || untraced_written
+}
+
+/// Whether some access of `model` writes memory in `space`.
+fn writes_in(kernel: &Kernel, model: &AccessModel, space: Space) -> bool {
+    model
+        .records
+        .iter()
+        .any(|r| r.kind.writes() && kernel.objects[r.object.index()].space == space)
 }
 
 /// What the access model could not follow (`AccessModel::unknowns`): both
