@@ -158,6 +158,9 @@ pub struct Witness {
     /// order these two threads (a `__syncwarp` for threads of two warps, a
     /// block barrier for threads of two blocks): (name, where).
     pub unordering: Vec<(String, Span)>,
+    /// For a race: the thread (0 for A, 1 for B) whose access is an
+    /// asynchronous copy it left in flight at a return, landing after it.
+    pub lingering: Option<usize>,
 }
 
 /// The stable codes of the kinds of alarm (`warpdrf rule CODE` documents

@@ -553,10 +553,12 @@ fn a_header_expanded_differently_is_searched_again() {
 
 #[test]
 fn a_memory_condition_that_cannot_pass_still_finds_its_alarm() {
-    // The copy in flight at the early return, and the store through a
-    // pointer loaded from memory, leave memory unknown before any pair is
-    // checked: `audit` then searches a smaller budget for an alarm, and
-    // the races on `out[blockIdx.x]` and `out[0]` are ones.
+    // The store through a pointer loaded from memory leaves memory unknown
+    // before any pair is checked: `audit` then searches a smaller budget
+    // for an alarm, and the race on `out[0]` is one. (The copy in flight at
+    // `leave`'s early return made its memory unknown too, until such copies
+    // were modelled landing after the return: now an ordinary race, on
+    // `out[blockIdx.x]`, found with the whole budget.)
     let dir = project(&[
         (
             "gather.cu",

@@ -179,6 +179,9 @@ pub struct AccessRecord {
     pub phase: Phase,
     /// Part of a warp collective (`ldmatrix`, wmma): performed by the warp as a unit.
     pub collective: bool,
+    /// An asynchronous copy landing after its thread returned
+    /// (`ir::Access::lingering`): its phases are any from the return's on.
+    pub lingering: bool,
     /// The loop counters around it, outermost first.
     pub loops: Vec<SymbolId>,
     pub span: Span,

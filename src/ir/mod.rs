@@ -449,6 +449,10 @@ pub struct Access {
     /// the model places here; see `lower::async_copy` for when that is
     /// exact.
     pub asynchronous: bool,
+    /// An asynchronous copy still in flight where its thread returns from
+    /// the kernel (`lower::async_copy`): it lands at any later point of the
+    /// others' execution, so its phases are any at or past those here.
+    pub lingering: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -35,18 +35,18 @@
 //! waited for under the same one is never in flight past the wait.
 //!
 //! A thread that returns from the kernel with a copy in flight has it land
-//! while the others go on past barriers it never reaches: that `return`
-//! makes the kernel's memory verdict unknown. (A copy in flight when every
-//! thread ends is in the last phase, where the issue placed it.) These are
-//! `Kernel::memory_unknowns`: participation does not depend on them.
+//! while the others go on past barriers it never reaches: before that
+//! `return` the copy's access is emitted once more, *lingering*
+//! (`Access::lingering`), which `passes::accesses` places in every phase
+//! at or past the return's. (A copy in flight when every thread ends is in
+//! the last phase, where the issue placed it.)
 
 use std::collections::BTreeSet;
 
 use crate::hash::{HashMap, HashSet};
 use crate::ir::fold;
 use crate::ir::{
-    Access, BinOp, Block, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive, ScalarTy, Stmt, StmtKind,
-    Unknown, VarId,
+    Access, BinOp, Block, ExitKind, Expr, Kernel, LabelId, Loop, PrimKind, Primitive, ScalarTy, Stmt, StmtKind, VarId,
 };
 
 /// Adds the in-flight accesses of the kernel's asynchronous copies (see the
@@ -81,28 +81,18 @@ pub fn lower_in_flight(k: &mut Kernel) {
         exits: HashMap::default(),
         limit: MAX_GROUPS,
         at: HashMap::default(),
-        returns: Vec::new(),
         reissued: BTreeSet::new(),
         crossed: BTreeSet::new(),
         uncommitted: HashMap::default(),
     };
     walk.block(&k.body, Paths::start());
-    let (at, returns, uncommitted) = (walk.at, walk.returns, walk.uncommitted);
+    let (at, uncommitted) = (walk.at, walk.uncommitted);
     // Issued again while one issued before may be in flight at a barrier
     // (a pipeline of several stages, a loop of copies before a barrier):
     // the site follows one instance of its choice (`Tracking::Followed`).
     // Issued again without crossing a barrier in flight (a loop of copies
     // before one wait), the issue's place is exact for every one of them.
     let reissued: BTreeSet<usize> = walk.reissued.intersection(&walk.crossed).copied().collect();
-    for (span, site) in returns {
-        k.memory_unknowns.push(Unknown {
-            reason: "the thread may return with an asynchronous copy (`cp.async`) in flight, which lands while \
-                     the other threads go on past barriers"
-                .into(),
-            span,
-            site,
-        });
-    }
     let done_below = (!reissued.is_empty()).then(|| {
         let v = k.new_var("async_done_below", ScalarTy::I64, k.span);
         k.vars[v.index()].carried = true;
@@ -411,7 +401,6 @@ struct Walk<'a> {
     /// The copies in flight at each barrier and wait, joined over every
     /// time the walk passes it.
     at: HashMap<*const Stmt, BTreeSet<usize>>,
-    returns: Vec<(crate::source::Span, crate::source::Span)>,
     /// Copies issued again while one issued before by the same code may be
     /// in flight (followed by choice where also in flight at a barrier:
     /// [`Self::crossed`]; else the issue's place is exact for each).
@@ -527,8 +516,12 @@ impl Walk<'_> {
                 self.join(out, continued)
             }
             StmtKind::Exit { label, kind } => {
-                if *label == self.exit_label && state.has_copies() && !self.returns.contains(&(s.span, s.site)) {
-                    self.returns.push((s.span, s.site));
+                // A return with copies in flight: they land after it, as
+                // after a barrier (and a copy issued again may have several
+                // instances in flight there, like at a barrier).
+                if *label == self.exit_label && state.has_copies() {
+                    self.record(s, &state);
+                    self.crossed.extend(state.copies().map(|(c, _)| c));
                 }
                 let key = (*label, *kind == ExitKind::Continue);
                 let before = self.exits.remove(&key).unwrap_or_default();
@@ -739,8 +732,15 @@ impl Rewrite<'_> {
             StmtKind::Barrier(_) | StmtKind::Primitive(_) => {
                 out.push(s.clone());
                 for &c in self.at.get(&key).into_iter().flatten() {
-                    out.push(self.landing(c));
+                    out.push(self.landing(c, false));
                 }
+            }
+            // Copies in flight at a return land at any later point.
+            StmtKind::Exit { .. } => {
+                for &c in self.at.get(&key).into_iter().flatten() {
+                    out.push(self.landing(c, true));
+                }
+                out.push(s.clone());
             }
             StmtKind::If {
                 cond,
@@ -781,16 +781,18 @@ impl Rewrite<'_> {
         }
     }
 
-    /// Copy `c` landing after a barrier: its access at the address its
-    /// issue saved, if it is still in flight. (At the issue's place in the
-    /// source: that is the code a report points to.)
-    fn landing(&self, c: usize) -> Stmt {
+    /// Copy `c` landing after a barrier, or `lingering` past a return: its
+    /// access at the address its issue saved, if it is still in flight.
+    /// (At the issue's place in the source: that is the code a report
+    /// points to.)
+    fn landing(&self, c: usize, lingering: bool) -> Stmt {
         let copy = &self.copies[c];
         let slot = self.slots[c];
         let access = Access {
             offset: slot.address.map_or_else(|| copy.access.offset.clone(), Expr::Var),
             // A read's value went to its variable at the issue.
             result: None,
+            lingering,
             ..copy.access.clone()
         };
         let in_flight = match slot.tracking {

@@ -707,6 +707,7 @@ impl<'u> Lowerer<'u> {
                 ranges: Vec::new(),
                 collective: false,
                 asynchronous: false,
+                lingering: false,
             }),
             span,
         );
@@ -739,6 +740,7 @@ impl<'u> Lowerer<'u> {
                                 ranges: Vec::new(),
                                 collective: false,
                                 asynchronous: false,
+                                lingering: false,
                             }),
                             span,
                         );
@@ -760,6 +762,7 @@ impl<'u> Lowerer<'u> {
                         ranges: Vec::new(),
                         collective: false,
                         asynchronous: false,
+                        lingering: false,
                     }),
                     span,
                 );
@@ -1133,6 +1136,7 @@ impl<'u> Lowerer<'u> {
                 ranges: Vec::new(),
                 collective: true,
                 asynchronous: false,
+                lingering: false,
             }),
             span,
         );
@@ -1157,6 +1161,7 @@ impl<'u> Lowerer<'u> {
                 ranges: Vec::new(),
                 collective: true,
                 asynchronous: false,
+                lingering: false,
             }),
             span,
         );
@@ -1246,6 +1251,7 @@ impl<'u> Lowerer<'u> {
                     }],
                     collective: false,
                     asynchronous: false,
+                    lingering: false,
                 }),
                 span,
             );
@@ -1274,6 +1280,7 @@ impl<'u> Lowerer<'u> {
                     ranges: Vec::new(),
                     collective: true,
                     asynchronous: false,
+                    lingering: false,
                 }),
                 span,
             );
@@ -1309,6 +1316,7 @@ impl<'u> Lowerer<'u> {
                     ranges: Vec::new(),
                     collective: true,
                     asynchronous: false,
+                    lingering: false,
                 }),
                 span,
             );
@@ -1415,6 +1423,7 @@ impl<'u> Lowerer<'u> {
                 ranges,
                 collective: true,
                 asynchronous: false,
+                lingering: false,
             }),
             span,
         );
@@ -1531,6 +1540,7 @@ impl<'u> Lowerer<'u> {
                             ranges: Vec::new(),
                             collective: true,
                             asynchronous: false,
+                            lingering: false,
                         }),
                         span,
                     );
@@ -1636,6 +1646,7 @@ impl<'u> Lowerer<'u> {
                 ranges: Vec::new(),
                 collective: false,
                 asynchronous: true,
+                lingering: false,
             }),
             span,
         );
@@ -1650,6 +1661,7 @@ impl<'u> Lowerer<'u> {
                 ranges: Vec::new(),
                 collective: false,
                 asynchronous: true,
+                lingering: false,
             }),
             span,
         );

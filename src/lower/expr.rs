@@ -1889,6 +1889,7 @@ impl<'u> Lowerer<'u> {
                         ranges: Vec::new(),
                         collective: false,
                         asynchronous: false,
+                        lingering: false,
                     }),
                     span,
                 );
@@ -2137,6 +2138,7 @@ impl<'u> Lowerer<'u> {
                         ranges: Vec::new(),
                         collective: false,
                         asynchronous: false,
+                        lingering: false,
                     }),
                     span,
                 );
@@ -2168,6 +2170,7 @@ impl<'u> Lowerer<'u> {
                 ranges: Vec::new(),
                 collective: false,
                 asynchronous: false,
+                lingering: false,
             }),
             span,
         );

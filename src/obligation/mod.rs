@@ -478,6 +478,14 @@ impl Run<'_> {
         }
         let (a, b) = (&self.model.records[f.first], &self.model.records[f.second]);
         f.witness.unordering = self.unordering(a.span, b.span, &f.witness);
+        f.witness.lingering = [a, b].iter().position(|r| r.lingering);
+        if let Some(t) = f.witness.lingering {
+            let who = ["A", "B"][t];
+            f.witness.notes.push(format!(
+                "{who}'s copy was still in flight when {who} returned from the kernel: it lands later, \
+                 whatever barriers the other threads pass"
+            ));
+        }
         let object = &self.kernel.objects[a.object.index()];
         let cross = f.witness.threads[0].block != f.witness.threads[1].block;
         let message = format!(
@@ -589,7 +597,8 @@ impl Run<'_> {
                 smt::Outcome::Sat { .. } => "sat",
                 smt::Outcome::Unknown(_) => "unknown",
             };
-            eprintln!("pair {i} {j}: {verdict} in {ms} ms");
+            let lingering = [i, j].map(|r| if self.model.records[r].lingering { "*" } else { "" });
+            eprintln!("pair {i}{} {j}{}: {verdict} in {ms} ms", lingering[0], lingering[1]);
         }
         // Where a check's time goes by how its obligations end.
         if profiling {

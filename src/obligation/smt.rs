@@ -3840,6 +3840,7 @@ impl<'a> Encoder<'a> {
             notes,
             branch: None,
             unordering: Vec::new(),
+            lingering: None,
         }
     }
 

@@ -498,6 +498,27 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// The phases of a copy that lands after its thread returned
+    /// (`Access::lingering`): each counter here plus a fresh amount
+    /// `≥ 0`, one per record, since the others go on past barriers.
+    fn lingering_phase(&mut self, st: &State, span: Span) -> Phase {
+        let here = self.phase(st);
+        let later = |this: &mut Self, at: Term, what: &str| {
+            let origin = Origin::Progress {
+                var: format!("{what} phase at landing"),
+                advance: None,
+                exit_of: None,
+            };
+            let past = this.new_symbol(format!("landing.{what}"), PHASE_TY, Scope::Thread, origin, span);
+            this.terms().binary(BinOp::Add, PHASE_TY, at, past)
+        };
+        Phase {
+            block: later(self, here.block, "block"),
+            warp: later(self, here.warp, "warp"),
+            grid: later(self, here.grid, "grid"),
+        }
+    }
+
     fn access(&mut self, st: &mut State, a: &Access, s: &Stmt) {
         let mut pc = st.pc.clone();
         for r in &a.ranges {
@@ -518,7 +539,11 @@ impl<'k> Exec<'k> {
         let object = &self.kernel.objects[a.object.index()];
         let shared = !matches!(object.space, Space::Local);
         if shared && !pc.is_false() && (object.space != Space::Constant || a.kind.writes()) {
-            let phase = self.phase(st);
+            let phase = if a.lingering {
+                self.lingering_phase(st, s.span)
+            } else {
+                self.phase(st)
+            };
             self.model.records.push(AccessRecord {
                 object: a.object,
                 kind: a.kind,
@@ -527,6 +552,7 @@ impl<'k> Exec<'k> {
                 pc,
                 phase,
                 collective: a.collective,
+                lingering: a.lingering,
                 loops: self.loops.clone(),
                 span: s.span,
                 site: s.site,

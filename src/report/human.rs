@@ -134,6 +134,9 @@ fn unordered(a: &Alarm, w: &Witness) -> String {
 fn hint(db: &SourceDb, a: &Alarm, w: Option<&Witness>) -> Option<String> {
     let other = a.related.first().copied();
     match a.kind.as_str() {
+        codes::SHARED_RACE | codes::GLOBAL_RACE if w.is_some_and(|w| w.lingering.is_some()) => Some(
+            "wait for the copy (`cp.async.wait_all`, `__pipeline_wait_prior(0)`) before the thread returns".into(),
+        ),
         codes::SHARED_RACE | codes::GLOBAL_RACE => {
             let same_block = w.is_none_or(|w| w.threads[0].block == w.threads[1].block);
             match other {
@@ -249,7 +252,7 @@ fn diagnostic(db: &SourceDb, r: &KernelResult, a: &Alarm, finding: &Finding) -> 
                 )
             });
         }
-        if memory && w.unordering.is_empty() {
+        if memory && w.unordering.is_empty() && w.lingering.is_none() {
             notes.push(format!("note: {}", unordered(a, w)));
         } else if !w.threads[1].exists {
             notes.push(format!(

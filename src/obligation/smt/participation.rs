@@ -272,6 +272,7 @@ impl Encoder<'_> {
                 _ => None,
             },
             unordering: Vec::new(),
+            lingering: None,
         }
     }
 
