@@ -1753,6 +1753,7 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 let mut mopts = jobs[i].mopts.clone();
                 mopts.budget = memory_budget.saturating_sub(spent());
                 mopts.deadline = Some(deadline);
+                mopts.undecided_before = next.iter().map(|(_, u): &(usize, Vec<_>)| u.len()).sum();
                 let _s = crate::profile::stage("memory");
                 let rounds = crate::obligation::Rounds::One(round, undecided);
                 let result = crate::obligation::check_memory_rounds(k, &model, &mopts, rounds);
@@ -1763,6 +1764,17 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                         result.undecided.len(),
                         result.unknowns.len()
                     );
+                }
+                // No pass in reach (`MemoryResult::out_of_reach`): the search
+                // for an alarm gets what is left of the quarter, as where
+                // the condition cannot pass. On ggml, flash_attn_ext_f16's
+                // first instantiation leaves more of its first round's
+                // obligations undecided than its budget can give a second
+                // round (35.5 -> 19.9 M units of solver work), and
+                // mul_mat_q_stream_k_fixup's three instantiations 13
+                // (34.7 -> 24.4 M); both stay unknown, as before.
+                if result.out_of_reach {
+                    memory_budget = memory_budget.min(unpassable);
                 }
                 // An alarm stands whatever a later round decides.
                 if result.undecided.is_empty() || result.verdict == Verdict::Alarm {
@@ -2326,5 +2338,50 @@ int unrelated() { return 0; }
         let host_long = Expr::Cast(int(64), Box::new(Expr::Param(1)));
         let halved = bin(BinOp::Div, int(64), host_long, Expr::Int(2, int(64)));
         assert!(!congruent(&halved, 32, &width));
+    }
+
+    #[test]
+    fn a_first_round_that_leaves_more_than_the_budget_can_decide_puts_a_pass_out_of_reach() {
+        // Cubic offsets, each array written by one statement and injective
+        // (no race), but every proof is beyond a first round's slice. Each
+        // obligation left undecided needs more than that slice in the next
+        // round, so once they outnumber what the budget left can give, no
+        // pass is in reach: with `settle` the round stops there, every
+        // obligation it did not decide handed on; without, it goes on.
+        let entries = entries_of(
+            "__global__ void cubes(float *x, float *y, float *z, float *w, unsigned long long a) {
+                 unsigned long long t = threadIdx.x;
+                 x[t * t * t + a] = 1.0f;
+                 y[t * t * t * 3ull + a] = 2.0f;
+                 z[(t * t + 5ull) * t + a] = 3.0f;
+                 w[(t * t + 7ull) * t * 2ull + a] = 4.0f;
+             }",
+        );
+        let k = &entries[0].kernels[0];
+        let model = crate::passes::model(k, 32, &[], false);
+        let run = |settle: bool| {
+            let mut options = crate::obligation::MemoryOptions {
+                work: crate::obligation::smt::work_for_ms(2_000),
+                budget: crate::obligation::smt::work_for_ms(3_000),
+                settle,
+                ..Default::default()
+            };
+            options.shape.block_dim = Some([64, 1, 1]);
+            options.shape.block_known = [Some(64), Some(1), Some(1)];
+            options.shape.grid_dim = Some([1, 1, 1]);
+            let rounds = crate::obligation::Rounds::One(0, Vec::new());
+            crate::obligation::check_memory_rounds(k, &model, &options, rounds)
+        };
+        let (settled, full) = (run(true), run(false));
+        assert!(settled.out_of_reach && !full.out_of_reach);
+        assert!(settled.alarms.is_empty() && full.alarms.is_empty());
+        // The same obligations handed on (none dropped), fewer tried.
+        let sorted = |mut v: Vec<crate::obligation::Obligation>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(settled.undecided.clone()), sorted(full.undecided.clone()));
+        assert_eq!(full.undecided.len(), 4, "every proof beyond the slice");
+        assert!(settled.stats.solved < full.stats.solved);
     }
 }

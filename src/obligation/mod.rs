@@ -39,6 +39,10 @@ pub struct MemoryOptions {
     /// (the first alarm ends the check; see [`check_memory`]): `audit`'s
     /// mode.
     pub settle: bool,
+    /// Obligations that earlier checks of the kernel (other instantiations
+    /// or shapes) left for the next round: with `settle`, they count
+    /// towards [`MemoryResult::out_of_reach`].
+    pub undecided_before: usize,
 }
 
 /// The first round gives each obligation this fraction of its work.
@@ -83,6 +87,7 @@ impl Default for MemoryOptions {
             budget: smt::work_for_ms(6_000),
             deadline: None,
             settle: false,
+            undecided_before: 0,
         }
     }
 }
@@ -109,6 +114,14 @@ pub struct MemoryResult {
     /// After a round but the last ([`Rounds::One`]): the obligations it
     /// left undecided, for the next (the verdict is `unknown` while any are).
     pub undecided: Vec<Obligation>,
+    /// With `settle`, a round but the last stopped because the budget left
+    /// could not decide the obligations left for the next: each was
+    /// undecided with the round's slice, and the next round searches it
+    /// again from the start (work is deterministic), each pass with more
+    /// than it had, so as a rule it needs more than that slice again. No
+    /// pass is then in reach: only an alarm can settle the condition (the
+    /// untried obligations are handed on with the undecided ones).
+    pub out_of_reach: bool,
 }
 
 /// One memory obligation: two records, and whether their object is shared.
@@ -295,6 +308,7 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         params_alias_assumed = true;
     }
     let mut out_of_time = false;
+    let mut out_of_reach = false;
     // The rounds to run, and for a later round its obligations (what the
     // round before left): the candidates are then not gathered again.
     let (plan, later) = match rounds {
@@ -354,7 +368,16 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
             }
             match run.decide(&mut encoder, (i, j, shared), cap, started, &mut stats, round == last) {
                 Some(true) => {}
-                Some(false) => pairs.push((i, j, shared)),
+                Some(false) => {
+                    pairs.push((i, j, shared));
+                    let left = options.budget.saturating_sub(smt::work_done() - started);
+                    let owed = ((options.undecided_before + pairs.len()) as smt::Work).saturating_mul(cap);
+                    if options.settle && round != last && owed > left {
+                        out_of_reach = true;
+                        pairs.extend_from_slice(&todo[at + 1..]);
+                        break 'rounds;
+                    }
+                }
                 None => {
                     out_of_time = true;
                     pairs.clear();
@@ -406,6 +429,7 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         assumptions,
         stats,
         undecided,
+        out_of_reach,
     }
 }
 
