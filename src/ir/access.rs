@@ -480,11 +480,16 @@ impl fmt::Display for AccessModel {
             };
             writeln!(
                 f,
-                "  #{i} {kind} obj{}[{} : {}]{unit}{}",
+                "  #{i} {kind} obj{}[{} : {}]{unit}{}{}",
                 r.object.0,
                 self.show(&r.offset),
                 self.show(&r.width),
-                if r.collective { " (warp collective)" } else { "" }
+                if r.collective { " (warp collective)" } else { "" },
+                if r.lingering {
+                    " (landing after its thread returned)"
+                } else {
+                    ""
+                }
             )?;
             writeln!(f, "      when  {}", self.show(&r.pc))?;
             writeln!(

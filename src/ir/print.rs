@@ -185,7 +185,11 @@ impl Printer<'_> {
                         self.e(&r.hi)
                     ));
                 }
-                let coll = if a.collective { " (warp collective)" } else { "" };
+                let coll = match (a.collective, a.lingering) {
+                    (true, _) => " (warp collective)",
+                    (false, true) => " (lands after the return)",
+                    (false, false) => "",
+                };
                 let text = match (a.kind, &a.result, &a.value) {
                     (AccessKind::Read, Some(r), _) => {
                         format!("{} = load {loc}{coll}", k.var_name(*r))
