@@ -448,6 +448,13 @@ impl Walk<'_> {
             .extend(state.copies().map(|(c, _)| c));
     }
 
+    /// The copies of `state` in flight past `s` (a barrier, or a return
+    /// they land after): where they land again, and that they crossed it.
+    fn cross(&mut self, s: &Stmt, state: &Paths) {
+        self.record(s, state);
+        self.crossed.extend(state.copies().map(|(c, _)| c));
+    }
+
     fn take(&mut self, label: LabelId, cont: bool) -> Paths {
         self.exits.remove(&(label, cont)).unwrap_or_default()
     }
@@ -486,8 +493,7 @@ impl Walk<'_> {
                 kind: PrimKind::SyncWarp,
                 ..
             }) => {
-                self.record(s, &state);
-                self.crossed.extend(state.copies().map(|(c, _)| c));
+                self.cross(s, &state);
                 state
             }
             StmtKind::If {
@@ -520,8 +526,7 @@ impl Walk<'_> {
                 // after a barrier (and a copy issued again may have several
                 // instances in flight there, like at a barrier).
                 if *label == self.exit_label && state.has_copies() {
-                    self.record(s, &state);
-                    self.crossed.extend(state.copies().map(|(c, _)| c));
+                    self.cross(s, &state);
                 }
                 let key = (*label, *kind == ExitKind::Continue);
                 let before = self.exits.remove(&key).unwrap_or_default();

@@ -66,7 +66,7 @@ impl MemoryOptions {
     /// context had done `started`: none once the budget is spent or the
     /// safety deadline passed.
     pub fn allowance(&self, started: smt::Work) -> Option<smt::Work> {
-        let left = self.budget.saturating_sub(smt::work_done() - started);
+        let left = self.left(started);
         if left == 0 {
             return None;
         }
@@ -75,6 +75,12 @@ impl MemoryOptions {
             return None;
         }
         Some(self.work.min(left))
+    }
+
+    /// The budget left to a check that started when the context had done
+    /// `started`.
+    fn left(&self, started: smt::Work) -> smt::Work {
+        self.budget.saturating_sub(smt::work_done() - started)
     }
 }
 
@@ -370,9 +376,8 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
                 Some(true) => {}
                 Some(false) => {
                     pairs.push((i, j, shared));
-                    let left = options.budget.saturating_sub(smt::work_done() - started);
                     let owed = ((options.undecided_before + pairs.len()) as smt::Work).saturating_mul(cap);
-                    if options.settle && round != last && owed > left {
+                    if options.settle && round != last && owed > options.left(started) {
                         out_of_reach = true;
                         pairs.extend_from_slice(&todo[at + 1..]);
                         break 'rounds;
