@@ -2341,6 +2341,52 @@ int unrelated() { return 0; }
     }
 
     #[test]
+    fn a_first_round_whose_obligations_cost_more_than_the_budget_puts_a_pass_out_of_reach() {
+        // Forty writes of one shared array at disjoint offsets: every
+        // obligation is decided, but their 861 together need far more than
+        // the budget. With `settle` the first round stops once the cost of
+        // the first few, projected over the rest, passes it (no pass is in
+        // reach); without, it decides obligations until the budget runs out.
+        let writes: String = (0..40).map(|k| format!("s[t + {}u] = {k}.0f;\n", 64 * k)).collect();
+        let entries = entries_of(&format!(
+            "__global__ void bands(float *out) {{
+                 __shared__ float s[2560];
+                 unsigned t = threadIdx.x;
+                 {writes}
+                 out[t] = s[t];
+             }}"
+        ));
+        let k = &entries[0].kernels[0];
+        let model = crate::passes::model(k, 32, &[], false);
+        let run = |settle: bool| {
+            let mut options = crate::obligation::MemoryOptions {
+                work: crate::obligation::smt::work_for_ms(2_000),
+                budget: crate::obligation::smt::work_for_ms(300),
+                settle,
+                ..Default::default()
+            };
+            options.shape.block_dim = Some([64, 1, 1]);
+            options.shape.block_known = [Some(64), Some(1), Some(1)];
+            options.shape.grid_dim = Some([1, 1, 1]);
+            let rounds = crate::obligation::Rounds::One(0, Vec::new());
+            crate::obligation::check_memory_rounds(k, &model, &options, rounds)
+        };
+        let (settled, full) = (run(true), run(false));
+        assert!(settled.out_of_reach && !full.out_of_reach);
+        assert!(settled.alarms.is_empty() && full.alarms.is_empty());
+        assert_eq!(settled.stats.sat + settled.stats.unknown, 0, "each one tried is proved");
+        // Stopped after a few, every untried obligation handed on.
+        assert!(
+            settled.stats.solved < full.stats.solved,
+            "{} vs {}",
+            settled.stats.solved,
+            full.stats.solved
+        );
+        // `s`: 41 records (the read only with the writes), `out`: one.
+        assert_eq!(settled.stats.solved + settled.undecided.len(), 41 * 42 / 2 - 1 + 1);
+    }
+
+    #[test]
     fn a_first_round_that_leaves_more_than_the_budget_can_decide_puts_a_pass_out_of_reach() {
         // Cubic offsets, each array written by one statement and injective
         // (no race), but every proof is beyond a first round's slice. Each
