@@ -124,7 +124,14 @@ pub struct MemoryResult {
     /// could not decide the obligations left for the next: each was
     /// undecided with the round's slice, and the next round searches it
     /// again from the start (work is deterministic), each pass with more
-    /// than it had, so as a rule it needs more than that slice again. No
+    /// than it had, so as a rule it needs more than that slice again, and
+    /// more than the round spent on it (its heuristics' own work included:
+    /// on ggml, mul_mat_q_stream_k_fixup's hard obligations spent 2.2–3.9 M
+    /// units each with a slice of 1.5 M; its second instantiation's first
+    /// round now stops after three obligations instead of seven, 5.6 s ->
+    /// 3.6 s, the same report). Or the obligations the
+    /// round has not tried cost more than the budget left, at the cost of
+    /// those it has (see [`beyond_the_budget`]). No
     /// pass is then in reach: only an alarm can settle the condition (the
     /// untried obligations are handed on with the undecided ones).
     pub out_of_reach: bool,
@@ -361,6 +368,8 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         let todo = std::mem::take(&mut pairs);
         let cap = options.work / ROUND_SHARES[round];
         let round_started = smt::work_done();
+        // The work the obligations this round left undecided need in the next.
+        let mut owed: smt::Work = 0;
         for (at, &(i, j, shared)) in todo.iter().enumerate() {
             let spent = smt::work_done() - round_started;
             if options.settle && round != last && beyond_the_budget(at, todo.len() - at, spent, options.left(started)) {
@@ -379,12 +388,16 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
             if run.alarmed.contains(&run.key(i, j)) {
                 continue;
             }
+            let before = smt::work_done();
             match run.decide(&mut encoder, (i, j, shared), cap, started, &mut stats, round == last) {
                 Some(true) => {}
                 Some(false) => {
                     pairs.push((i, j, shared));
-                    let owed = ((options.undecided_before + pairs.len()) as smt::Work).saturating_mul(cap);
-                    if options.settle && round != last && owed > options.left(started) {
+                    // What the next round needs for it: more than this
+                    // round's slice, and than this round spent on it.
+                    owed = owed.saturating_add(cap.max(smt::work_done() - before));
+                    let before_here = (options.undecided_before as smt::Work).saturating_mul(cap);
+                    if options.settle && round != last && before_here.saturating_add(owed) > options.left(started) {
                         out_of_reach = true;
                         pairs.extend_from_slice(&todo[at + 1..]);
                         break 'rounds;
