@@ -2340,6 +2340,23 @@ int unrelated() { return 0; }
         assert!(!congruent(&halved, 32, &width));
     }
 
+    /// The first round of `k`'s memory check, in one block of 64 threads,
+    /// with 2 s of work per obligation and `budget_ms` in all.
+    fn first_round(k: &crate::ir::Kernel, budget_ms: u64, settle: bool) -> crate::obligation::MemoryResult {
+        let model = crate::passes::model(k, 32, &[], false);
+        let mut options = crate::obligation::MemoryOptions {
+            work: crate::obligation::smt::work_for_ms(2_000),
+            budget: crate::obligation::smt::work_for_ms(budget_ms),
+            settle,
+            ..Default::default()
+        };
+        options.shape.block_dim = Some([64, 1, 1]);
+        options.shape.block_known = [Some(64), Some(1), Some(1)];
+        options.shape.grid_dim = Some([1, 1, 1]);
+        let rounds = crate::obligation::Rounds::One(0, Vec::new());
+        crate::obligation::check_memory_rounds(k, &model, &options, rounds)
+    }
+
     #[test]
     fn a_first_round_whose_obligations_cost_more_than_the_budget_puts_a_pass_out_of_reach() {
         // Forty writes of one shared array at disjoint offsets: every
@@ -2357,21 +2374,7 @@ int unrelated() { return 0; }
              }}"
         ));
         let k = &entries[0].kernels[0];
-        let model = crate::passes::model(k, 32, &[], false);
-        let run = |settle: bool| {
-            let mut options = crate::obligation::MemoryOptions {
-                work: crate::obligation::smt::work_for_ms(2_000),
-                budget: crate::obligation::smt::work_for_ms(300),
-                settle,
-                ..Default::default()
-            };
-            options.shape.block_dim = Some([64, 1, 1]);
-            options.shape.block_known = [Some(64), Some(1), Some(1)];
-            options.shape.grid_dim = Some([1, 1, 1]);
-            let rounds = crate::obligation::Rounds::One(0, Vec::new());
-            crate::obligation::check_memory_rounds(k, &model, &options, rounds)
-        };
-        let (settled, full) = (run(true), run(false));
+        let (settled, full) = (first_round(k, 300, true), first_round(k, 300, false));
         assert!(settled.out_of_reach && !full.out_of_reach);
         assert!(settled.alarms.is_empty() && full.alarms.is_empty());
         assert_eq!(settled.stats.sat + settled.stats.unknown, 0, "each one tried is proved");
@@ -2404,21 +2407,7 @@ int unrelated() { return 0; }
              }",
         );
         let k = &entries[0].kernels[0];
-        let model = crate::passes::model(k, 32, &[], false);
-        let run = |settle: bool| {
-            let mut options = crate::obligation::MemoryOptions {
-                work: crate::obligation::smt::work_for_ms(2_000),
-                budget: crate::obligation::smt::work_for_ms(3_000),
-                settle,
-                ..Default::default()
-            };
-            options.shape.block_dim = Some([64, 1, 1]);
-            options.shape.block_known = [Some(64), Some(1), Some(1)];
-            options.shape.grid_dim = Some([1, 1, 1]);
-            let rounds = crate::obligation::Rounds::One(0, Vec::new());
-            crate::obligation::check_memory_rounds(k, &model, &options, rounds)
-        };
-        let (settled, full) = (run(true), run(false));
+        let (settled, full) = (first_round(k, 3_000, true), first_round(k, 3_000, false));
         assert!(settled.out_of_reach && !full.out_of_reach);
         assert!(settled.alarms.is_empty() && full.alarms.is_empty());
         // The same obligations handed on (none dropped), fewer tried.
