@@ -2050,7 +2050,13 @@ fn for_any_launch(
     // Instantiations with one model are searched once (see `check_key`).
     let mut searched = crate::hash::HashSet::default();
     let mut pending = Vec::new();
+    let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
     for (k, models) in e.kernels.iter().zip(models) {
+        // Each condition needs one alarm: once both have theirs (or were
+        // not proved), no instantiation's model is needed.
+        if (!proved[0] || has(&found, Condition::Memory)) && (!proved[1] || has(&found, Condition::Participation)) {
+            break;
+        }
         let mut mopts = memory_options(k, options);
         let built = model_for(models, k, &[], &mopts.shape, options);
         mopts.settle = true;
@@ -2060,7 +2066,6 @@ fn for_any_launch(
             continue;
         }
         let model = built.model;
-        let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
         if proved[1] && !has(&found, Condition::Participation) {
             mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving) / 2;
             let part = crate::obligation::participation::check_participation(k, &model, &mopts);
