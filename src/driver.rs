@@ -2363,12 +2363,13 @@ int unrelated() { return 0; }
     }
 
     #[test]
-    fn a_first_round_whose_obligations_cost_more_than_the_budget_puts_a_pass_out_of_reach() {
-        // Forty writes of one shared array at disjoint offsets: every
-        // obligation is decided, but their 861 together need far more than
-        // the budget. With `settle` the first round stops once the cost of
-        // the first few, projected over the rest, passes it (no pass is in
-        // reach); without, it decides obligations until the budget runs out.
+    fn costly_proofs_do_not_put_a_pass_out_of_reach() {
+        // Forty writes of one shared array at disjoint offsets: 861
+        // obligations, each proved, together more than a 300 ms budget
+        // decides. What a proof costs says nothing of the obligations after
+        // it: only undecided ones count towards a pass out of reach, so with
+        // `settle` the round goes on as without until the budget runs out
+        // (a rule that projected the cost of the first four stopped there).
         let writes: String = (0..40).map(|k| format!("s[t + {}u] = {k}.0f;\n", 64 * k)).collect();
         let entries = entries_of(&format!(
             "__global__ void bands(float *out) {{
@@ -2380,18 +2381,13 @@ int unrelated() { return 0; }
         ));
         let k = &entries[0].kernels[0];
         let (settled, full) = (first_round(k, 300, true), first_round(k, 300, false));
-        assert!(settled.out_of_reach && !full.out_of_reach);
         assert!(settled.alarms.is_empty() && full.alarms.is_empty());
-        assert_eq!(settled.stats.sat + settled.stats.unknown, 0, "each one tried is proved");
-        // Stopped after a few, every untried obligation handed on.
-        assert!(
-            settled.stats.solved < full.stats.solved,
-            "{} vs {}",
-            settled.stats.solved,
-            full.stats.solved
-        );
-        // `s`: 41 records (the read only with the writes), `out`: one.
-        assert_eq!(settled.stats.solved + settled.undecided.len(), 41 * 42 / 2 - 1 + 1);
+        assert_eq!(settled.stats.sat, 0);
+        // As many tried with `settle` as without (400 here): only at the
+        // budget's end, where an obligation gets too little to be decided,
+        // is the pass out of reach.
+        assert_eq!(settled.stats.solved, full.stats.solved);
+        assert!(settled.stats.solved > 100, "{} tried", settled.stats.solved);
     }
 
     #[test]

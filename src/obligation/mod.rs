@@ -129,9 +129,9 @@ pub struct MemoryResult {
     /// on ggml, mul_mat_q_stream_k_fixup's hard obligations spent 2.2–3.9 M
     /// units each with a slice of 1.5 M; its second instantiation's first
     /// round now stops after three obligations instead of seven, 5.6 s ->
-    /// 3.6 s, the same report). Or the obligations the
-    /// round has not tried cost more than the budget left, at the cost of
-    /// those it has (see [`beyond_the_budget`]). No
+    /// 3.6 s, the same report). Or, at the rate the round has left the
+    /// obligations it tried undecided, it will leave more of the rest than
+    /// the budget left can decide (see [`beyond_the_budget`]). No
     /// pass is then in reach: only an alarm can settle the condition (the
     /// untried obligations are handed on with the undecided ones).
     pub out_of_reach: bool,
@@ -367,12 +367,13 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     'rounds: for round in plan {
         let todo = std::mem::take(&mut pairs);
         let cap = options.work / ROUND_SHARES[round];
-        let round_started = smt::work_done();
         // The work the obligations this round left undecided need in the next.
         let mut owed: smt::Work = 0;
         for (at, &(i, j, shared)) in todo.iter().enumerate() {
-            let spent = smt::work_done() - round_started;
-            if options.settle && round != last && beyond_the_budget(at, todo.len() - at, spent, options.left(started)) {
+            if options.settle
+                && round != last
+                && beyond_the_budget(at, pairs.len(), todo.len() - at, cap, options.left(started))
+            {
                 out_of_reach = true;
                 pairs.extend_from_slice(&todo[at..]);
                 break 'rounds;
@@ -458,30 +459,31 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     }
 }
 
-/// Obligations a first round tries before it judges from their cost
-/// whether the rest fit in the budget (see [`beyond_the_budget`]).
+/// Obligations a first round tries before it judges from them how many
+/// of the rest it will leave undecided (see [`beyond_the_budget`]).
 const COST_SAMPLE: usize = 4;
 
-/// How far the projected cost of a first round must pass the budget
+/// How far the work projected for the next round must pass the budget
 /// left before a pass counts as out of reach: the obligations tried first
 /// are a sample in the order of the records, not a random one.
 const COST_MARGIN: smt::Work = 4;
 
-/// Whether a first round that has tried `tried` obligations for `spent`
-/// work cannot try the `untried` ones within `left` (by [`COST_MARGIN`])
-/// at that cost per obligation. A pass needs every obligation decided,
-/// each for no less than its first round's work, so it is out of reach;
-/// only an alarm can settle the condition (see
-/// `MemoryResult::out_of_reach`). On ggml, flash_attn_ext_f16's
-/// instantiations have over a thousand obligations each, the first ones
-/// undecided within their slice: its first round stops after four instead
-/// of eleven (6.3 s -> 3.1 s, the same report).
-fn beyond_the_budget(tried: usize, untried: usize, spent: smt::Work, left: smt::Work) -> bool {
+/// Whether a first round that has left `undecided` of the `tried`
+/// obligations undecided with slices of `cap`, at that rate, will leave
+/// more of the `untried` ones than `left` can decide (by [`COST_MARGIN`]):
+/// each needs more than `cap` in the next round (see
+/// `MemoryResult::out_of_reach`), so no pass is in reach, and only an alarm
+/// can settle the condition. Only undecided obligations count: a costly
+/// proof says nothing of the cost of the next. On ggml,
+/// flash_attn_ext_f16's instantiations have over a thousand obligations
+/// each, and its first four were all undecided: its first round stops
+/// there instead of after eleven (6.3 s -> 3.1 s, the same report).
+fn beyond_the_budget(tried: usize, undecided: usize, untried: usize, cap: smt::Work, left: smt::Work) -> bool {
     if tried < COST_SAMPLE {
         return false;
     }
-    let per_obligation = spent / tried as smt::Work;
-    per_obligation.saturating_mul(untried as smt::Work) > left.saturating_mul(COST_MARGIN)
+    let projected = (undecided as smt::Work).saturating_mul(untried as smt::Work) / tried as smt::Work;
+    projected.saturating_mul(cap) > left.saturating_mul(COST_MARGIN)
 }
 
 /// Whether `kernel`'s memory condition is at best unknown whatever its
@@ -734,15 +736,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_first_round_whose_untried_obligations_cost_more_than_the_budget_cannot_pass() {
-        let left = 10_000;
-        // Too few tried to judge from, however dear.
-        assert!(!beyond_the_budget(COST_SAMPLE - 1, 1_000, 1_000_000, left));
-        // 1,000 each: 996 more need 996,000, far beyond 4 x 10,000.
-        assert!(beyond_the_budget(4, 996, 4_000, left));
-        // Within the margin: 39 more at 1,000 need 39,000 < 4 x 10,000.
-        assert!(!beyond_the_budget(4, 39, 4_000, left));
-        // Nothing left to try needs nothing.
-        assert!(!beyond_the_budget(100, 0, 1_000_000, left));
+    fn a_first_round_that_will_leave_more_undecided_than_the_budget_can_take_cannot_pass() {
+        let (cap, left) = (1_000, 10_000);
+        // Too few tried to judge from.
+        assert!(!beyond_the_budget(COST_SAMPLE - 1, COST_SAMPLE - 1, 1_000, cap, left));
+        // All four undecided: 996 more at that rate owe 996,000, far beyond
+        // 4 x 10,000.
+        assert!(beyond_the_budget(4, 4, 996, cap, left));
+        // One in four: 249 projected, 249,000 owed; still beyond.
+        assert!(beyond_the_budget(4, 1, 996, cap, left));
+        // Within the margin: 39 projected, 39,000 < 4 x 10,000.
+        assert!(!beyond_the_budget(4, 4, 39, cap, left));
+        // Every one tried decided: however many remain, none is owed.
+        assert!(!beyond_the_budget(100, 0, 100_000, cap, left));
+        // Nothing left to try.
+        assert!(!beyond_the_budget(100, 100, 0, cap, left));
     }
 }
