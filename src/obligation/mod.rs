@@ -367,8 +367,9 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     'rounds: for round in plan {
         let todo = std::mem::take(&mut pairs);
         let cap = options.work / ROUND_SHARES[round];
-        // The work the obligations this round left undecided need in the next.
-        let mut owed: smt::Work = 0;
+        // The work the obligations left undecided need in the next round:
+        // those of the earlier checks at a slice each, then this round's.
+        let mut owed = (options.undecided_before as smt::Work).saturating_mul(cap);
         for (at, &(i, j, shared)) in todo.iter().enumerate() {
             if options.settle
                 && round != last
@@ -397,8 +398,7 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
                     // What the next round needs for it: more than this
                     // round's slice, and than this round spent on it.
                     owed = owed.saturating_add(cap.max(smt::work_done() - before));
-                    let before_here = (options.undecided_before as smt::Work).saturating_mul(cap);
-                    if options.settle && round != last && before_here.saturating_add(owed) > options.left(started) {
+                    if options.settle && round != last && owed > options.left(started) {
                         out_of_reach = true;
                         pairs.extend_from_slice(&todo[at + 1..]);
                         break 'rounds;
