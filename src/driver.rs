@@ -76,9 +76,12 @@ pub struct KernelEntry {
 /// Most instantiations of one kernel lowered for the listing, where more
 /// are found than [`MAX_TRIED`] (with fewer, every one is kept).
 pub const MAX_LOWERED: usize = 24;
-/// Most instantiations lowered (those that only trap, or lower to the same
-/// code as another, are not kept).
+/// Most instantiations lowered that run code (those that lower to the
+/// same code as another are not kept).
 pub const MAX_TRIED: usize = 32;
+/// Most lowerings that only trap kept per kernel (they do not count
+/// towards [`MAX_TRIED`]).
+const MAX_TRAPPING: usize = 32;
 
 /// The share of a kernel's budget (this divides it) that `audit` gives a
 /// memory condition that cannot pass: one the front end left unknown.
@@ -320,7 +323,7 @@ fn lower_files_streaming(
             let candidates = if candidates.is_empty() {
                 candidates
             } else {
-                diverse_order(&candidates)
+                lower::instantiate::diverse_order(&candidates, Option::is_some)
             };
             if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
                 eprintln!(
@@ -406,7 +409,7 @@ struct Gathered {
     trapping: Vec<(Kernel, Tuple)>,
     /// Tuples lowered (kept, same code as a kept one, or trapping).
     covered: usize,
-    /// Tuples taken from the candidates, toward [`MAX_TRIED`].
+    /// Tuples taken from the candidates that run code, toward [`MAX_TRIED`].
     tried: usize,
     /// The kept lowerings reached their cap: no more are lowered.
     full: bool,
@@ -574,7 +577,8 @@ impl Gathered {
 
     /// No more instantiations are lowered: the cover checks the rest.
     fn saturated(&self) -> bool {
-        !self.template_params.is_empty() && (self.full || self.tried >= MAX_TRIED)
+        !self.template_params.is_empty()
+            && (self.full || self.tried >= MAX_TRIED || self.trapping.len() >= MAX_TRAPPING)
     }
 
     /// Lowers `candidates` (new tuples, in the order to try) in this unit,
@@ -607,11 +611,14 @@ impl Gathered {
             MAX_LOWERED
         };
         for args in candidates {
-            if self.full || self.tried == MAX_TRIED {
+            if self.full || self.tried == MAX_TRIED || self.trapping.len() == MAX_TRAPPING {
                 break;
             }
-            self.tried += 1;
             let k = lower::lower_kernel(unit, index, config, decl, args);
+            // Variants compiled out do not take the place of one that runs
+            // (ggml's flash_attn_ext_f16 compiles out most combinations of
+            // `use_logit_softcap` with DKQ: half of those it names).
+            self.tried += usize::from(!k.always_traps());
             let same = self
                 .kernels
                 .iter()
@@ -665,13 +672,32 @@ impl Gathered {
             unnamed,
             ..
         } = self;
+        // Where a search stopped short, an instantiation may launch at a
+        // site it did not evaluate for it: with the shapes of every site
+        // as their templates' unknown parameters allow. Units whose search
+        // was complete gave each of their sites as launches: those the
+        // shapes of every site elsewhere do not include join them.
+        let short = !template_params.is_empty() && short;
+        let every_site = short.then(|| {
+            let mut every = every_site.unwrap_or_default();
+            for s in complete_sites {
+                if !every.iter().any(|e| includes(e, &s)) {
+                    every.push(s);
+                }
+            }
+            every
+        });
         // Each kept lowering launches with the shapes of every site of the
-        // tuples that lowered to its code (`None`: one of them is launched
-        // by no site, and may run with any shape).
+        // tuples that lowered to its code. One no site found launches
+        // (named where the kernel is not launched, `cudaFuncSetAttribute(
+        // k<…>)`) launches at a site the search passed over, if it was
+        // short (on ggml, mul_mat_q<23, 112, false>: a (32, ?) block, not
+        // any), else at none it found (`None`: any shape).
         let shapes_of = |k: &Kernel, of: &[Tuple]| -> Option<Vec<LaunchShape>> {
             let mut all: Vec<LaunchShape> = Vec::new();
             for t in of {
-                extend_new(&mut all, launch_blocks(&launches, t, k)?);
+                let shapes = launch_blocks(&launches, t, k).or_else(|| every_site.clone().filter(|e| !e.is_empty()));
+                extend_new(&mut all, shapes?);
             }
             Some(all)
         };
@@ -688,24 +714,14 @@ impl Gathered {
         // arguments only, so they are dropped). The search for
         // instantiations stops short too (at its cap, here or at a host
         // template on the way): then more may exist.
-        let mut more = !template_params.is_empty() && short;
+        let mut more = short;
         let mut cover = None;
         if let Some(k) = cover_kernel {
             // Past the search's cap, instantiations launch with the
-            // shapes of every site as their templates' unknown
-            // parameters allow; else with those of the sites found, and
-            // one no site launches may run with any shape.
+            // shapes of every site; else with those of the sites found,
+            // and one no site launches may run with any shape.
             let shapes: Option<Vec<LaunchShape>> = if more {
-                // Units whose search was complete gave each of their
-                // sites as launches: those the shapes of every site
-                // elsewhere do not include join them.
-                let mut every = every_site.unwrap_or_default();
-                for s in complete_sites {
-                    if !every.iter().any(|e| includes(e, &s)) {
-                        every.push(s);
-                    }
-                }
-                Some(every)
+                every_site.clone()
             } else {
                 launches
                     .iter()
@@ -1173,29 +1189,6 @@ pub fn lower_and_check(
         results,
         diagnostics,
     })
-}
-
-/// Orders tuples so each next one differs most from those before it: the few
-/// instantiations lowered then cover the variants (a run of tuples that differ
-/// in one argument often shares one compiled-out variant).
-fn diverse_order(tuples: &[Vec<Option<lower::TArg>>]) -> Vec<Vec<Option<lower::TArg>>> {
-    let mut left: Vec<&Vec<Option<lower::TArg>>> = tuples.iter().collect();
-    let mut out: Vec<Vec<Option<lower::TArg>>> = Vec::new();
-    while !left.is_empty() {
-        let best = (0..left.len())
-            .max_by_key(|&i| {
-                let distance: usize = out
-                    .iter()
-                    .map(|o| o.iter().zip(left[i].iter()).filter(|(a, b)| a != b).count())
-                    .min()
-                    .unwrap_or(usize::MAX);
-                // Ties: the earlier (more determined) tuple.
-                (distance, usize::MAX - i)
-            })
-            .expect("non-empty");
-        out.push(left.remove(best).clone());
-    }
-    out
 }
 
 /// Runs `f` on a thread with a large stack: lowering recurses over syntax.

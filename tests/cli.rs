@@ -614,3 +614,75 @@ fn a_kernel_named_only_by_pasting_waits_for_the_unit_that_launches_it() {
     ]);
     assert_eq!(audit_dir(dir.path()), vec![("k_add".to_string(), "alarm".to_string())]);
 }
+
+/// A use of a kernel in the arm of an `if constexpr` that an instantiation
+/// discards instantiates nothing: `pick<16>` names `scale<8 / 16>` only in
+/// the discarded arm (no `scale<0>`), and `pick<2>` names `scale<2>` only
+/// in its discarded `else`.
+#[test]
+fn a_use_in_a_discarded_if_constexpr_arm_is_no_instantiation() {
+    let dir = project(&[(
+        "pick.cu",
+        "template <int n>\n\
+         __global__ void scale(float *x) { x[threadIdx.x * n] = 1.0f; }\n\
+         template <int m>\n\
+         void pick(float *x) {\n\
+         \x20   if constexpr (m <= 8) {\n\
+         \x20       scale<8 / m><<<1, 32>>>(x);\n\
+         \x20   } else {\n\
+         \x20       scale<m><<<1, 32>>>(x);\n\
+         \x20   }\n\
+         }\n\
+         void host(float *x) { pick<2>(x); pick<16>(x); }\n",
+    )]);
+    let path = dir.path().to_str().expect("a UTF-8 path");
+    let (_, stdout, _) = warpdrf(&["kernels", "--format", "json", path]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["kernels"][0]["instantiations"], 2, "{stdout}");
+}
+
+/// Past the search's cap, every use of a kernel is still reached: the host
+/// template names it in both arms of an `if` (`soft` false, then true)
+/// under 70 instantiations of its own. Searched one use at a time, one
+/// arm's 64 filled the cap, and only the lowering with every argument
+/// symbolic found the race; breadth first, an instantiation with `soft`
+/// false (the one that races) is lowered, and the alarm names it.
+#[test]
+fn a_search_past_its_cap_reaches_every_use_of_a_kernel() {
+    let calls: String = (1..=70).map(|n| format!("    run<{n}>(x, c);\n")).collect();
+    let text = format!(
+        "typedef void (*kernel_t)(float *);\n\
+         template <int n, bool soft>\n\
+         __global__ void blend(float *x) {{\n\
+         \x20   if (soft) {{ x[n + threadIdx.x] = 1.0f; }} else {{ x[n] = threadIdx.x; }}\n\
+         }}\n\
+         template <int n>\n\
+         void run(float *x, float c) {{\n\
+         \x20   kernel_t f;\n\
+         \x20   if (c == 0.0f) {{\n\
+         \x20       constexpr bool soft = false;\n\
+         \x20       f = blend<n, soft>;\n\
+         \x20   }} else {{\n\
+         \x20       constexpr bool soft = true;\n\
+         \x20       f = blend<n, soft>;\n\
+         \x20   }}\n\
+         \x20   f<<<1, 64>>>(x);\n\
+         }}\n\
+         void host(float *x, float c) {{\n{calls}}}\n"
+    );
+    let dir = project(&[("blend.cu", &text)]);
+    let path = dir.path().to_str().expect("a UTF-8 path");
+    let (_, stdout, stderr) = warpdrf(&["audit", "--format", "json", path]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"));
+    let kernel = &v["kernels"][0];
+    assert_eq!(kernel["memory"], "alarm", "{stdout}");
+    let soft_args: Vec<&str> = kernel["alarms"]
+        .as_array()
+        .expect("alarms")
+        .iter()
+        .flat_map(|a| a["instantiation"].as_array().expect("an instantiation").iter())
+        .filter(|arg| arg["name"] == "soft")
+        .map(|arg| arg["value"].as_str().expect("a value"))
+        .collect();
+    assert_eq!(soft_args, ["false"], "{stdout}");
+}

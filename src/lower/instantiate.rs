@@ -25,6 +25,12 @@ use crate::syntax::{self, named_children};
 
 /// Most tuples kept per kernel.
 pub const MAX_TUPLES: usize = 64;
+/// Most tuples kept past [`MAX_TUPLES`], each with an argument value no
+/// tuple kept before has (see `Finder::tuples_of`).
+const MAX_NOVEL: usize = 16;
+/// Most uses evaluated (each under one instantiation of the template
+/// around it) in one search for a function's tuples.
+const MAX_EVALUATED: usize = 4 * MAX_TUPLES;
 /// How many enclosing function templates are followed outward.
 const MAX_DEPTH: u32 = 3;
 /// Most distinct operand lists a launching function's callers are followed
@@ -135,6 +141,44 @@ pub fn kernel_uses_beyond(
     searched: &HashSet<usize>,
 ) -> KernelUses {
     HostSearch::new(unit, index, config).kernel_uses_beyond(kernel, searched)
+}
+
+/// How many arguments of `tuple` take a value no tuple of `kept` has at
+/// their position (an argument `known` says is undetermined is none).
+fn novel<T: PartialEq>(kept: &[impl AsRef<[T]>], tuple: &[T], known: impl Fn(&T) -> bool) -> usize {
+    tuple
+        .iter()
+        .enumerate()
+        .filter(|&(at, a)| known(a) && kept.iter().all(|k| k.as_ref().get(at) != Some(a)))
+        .count()
+}
+
+/// Orders tuples so each next one brings most argument values the tuples
+/// before it lack, then differs most from the nearest of them: the first
+/// few, which caps keep (a search's, the instantiations lowered), cover
+/// the values (one value of an argument often selects a variant of its
+/// own: on ggml, flash_attn_ext_f16's only race is in the instantiations
+/// where DKQ differs from DV, 192 and 576) and the variants (a run of
+/// tuples that differ in one argument often shares one compiled-out
+/// variant). Ties: the earlier. Only arguments `known` says are determined
+/// bring a value.
+pub fn diverse_order<T: PartialEq + Clone>(tuples: &[Vec<T>], known: impl Fn(&T) -> bool) -> Vec<Vec<T>> {
+    let mut left: Vec<&Vec<T>> = tuples.iter().collect();
+    let mut out: Vec<Vec<T>> = Vec::new();
+    while !left.is_empty() {
+        let best = (0..left.len())
+            .max_by_key(|&i| {
+                let distance: usize = out
+                    .iter()
+                    .map(|o| o.iter().zip(left[i].iter()).filter(|(a, b)| a != b).count())
+                    .min()
+                    .unwrap_or(usize::MAX);
+                (novel(&out, left[i], &known), distance, usize::MAX - i)
+            })
+            .expect("non-empty");
+        out.push(left.remove(best).clone());
+    }
+    out
 }
 
 /// The search of one unit's host code for the uses of its kernels. What
@@ -879,7 +923,7 @@ impl<'s> Finder<'s> {
         // Symbols of this search do not exist in later lowerings: they become `None`.
         for t in self.tuples_of(l, self.kernel, 0) {
             let t: Tuple = t.into_iter().map(|a| Some(a).filter(is_concrete)).collect();
-            if t.iter().any(Option::is_some) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES {
+            if t.iter().any(Option::is_some) && !tuples.contains(&t) && tuples.len() < MAX_TUPLES + MAX_NOVEL {
                 tuples.push(t);
             }
         }
@@ -896,7 +940,7 @@ impl<'s> Finder<'s> {
                 launches.push(site);
             }
         }
-        let complete = !self.truncated && tuples.len() < MAX_TUPLES;
+        let complete = !self.truncated;
         // Only a search that stopped short needs them.
         let every_site = if !complete {
             let _s = crate::profile::stage("every-site");
@@ -924,6 +968,8 @@ impl<'s> Finder<'s> {
         // already searched.
         let fresh = self.fresh || !self.searched.contains(&fragment_key(d.frag));
         let passed = |frag: &Fragment| !fresh && self.searched.contains(&fragment_key(frag));
+        // Each use with the instantiations of the template around it.
+        let mut uses = Vec::new();
         for (frag, site) in unit_uses(l, &name) {
             // A call of another overload of the same name (by its number
             // of operands) is no use of this one.
@@ -968,8 +1014,40 @@ impl<'s> Finder<'s> {
                 // parameters stay unresolved and give undetermined arguments.
                 envs.push(TemplateEnv::default());
             }
-            for env in envs {
-                let (tuple, launched, block) = self.site_launch(l, frag, &site, enclosing, scope, env, target, depth);
+            uses.push((frag, site, enclosing, scope, envs));
+        }
+        // Breadth first: every use with its first instantiation around it,
+        // then every use with its second, and so on, so that a cap reached
+        // in one use's instantiations leaves no other use out (ggml's
+        // flash_attn_ext_f16 is named in both arms of an `if`, with
+        // `use_logit_softcap` false and true: in turn, each arm's first 64
+        // instantiations filled the cap with `true`). Past the cap, a tuple
+        // is still kept where one of its arguments takes a value no tuple
+        // kept has ([`MAX_NOVEL`] of them): what the cap leaves out is then
+        // a combination of values the tuples kept have, not a value.
+        let rounds = uses.iter().map(|u| u.4.len()).max().unwrap_or(0);
+        let mut evaluated = 0;
+        for k in 0..rounds {
+            // Whole rounds only: a tuple named where the kernel is not
+            // launched (`cudaFuncSetAttribute(k<…>)`) keeps the shapes of
+            // the launches of the same instantiation around it.
+            if evaluated >= MAX_EVALUATED {
+                if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
+                    eprintln!("search for {} stops after {evaluated} uses (depth {depth})", d.name);
+                }
+                self.truncated = true;
+                break;
+            }
+            for (frag, site, enclosing, scope, envs) in &uses {
+                let Some(env) = envs.get(k) else {
+                    continue;
+                };
+                evaluated += 1;
+                let Some((tuple, launched, block)) =
+                    self.site_launch(l, frag, site, *enclosing, *scope, env.clone(), target, depth)
+                else {
+                    continue;
+                };
                 if launched {
                     self.launches.push((tuple.clone(), block));
                 }
@@ -977,16 +1055,7 @@ impl<'s> Finder<'s> {
                 if site.args.is_none() && site.call.is_none() {
                     continue;
                 }
-                if !out.contains(&tuple) {
-                    out.push(tuple);
-                }
-                if out.len() >= MAX_TUPLES {
-                    if std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
-                        eprintln!("search for {} stops at its cap (depth {depth})", d.name);
-                    }
-                    self.truncated = true;
-                    return out;
-                }
+                self.keep(&mut out, tuple, &d.name, depth);
             }
         }
         // `template void f<…>(…);`
@@ -1018,11 +1087,30 @@ impl<'s> Finder<'s> {
                 class: None,
             };
             let tuple = l.in_ctx(ctx, |l2| l2.template_args(args));
-            if !out.contains(&tuple) {
-                out.push(tuple);
-            }
+            self.keep(&mut out, tuple, &name, depth);
         }
-        out
+        // The caps of the searches that use these keep the most diverse.
+        diverse_order(&out, is_concrete)
+    }
+
+    /// Adds `tuple` to the tuples found, `out`, if new: up to
+    /// [`MAX_TUPLES`], and past it where it has an argument value none of
+    /// them has (up to [`MAX_NOVEL`] more; see [`Self::tuples_of`]).
+    fn keep(&mut self, out: &mut Vec<Vec<TArg>>, tuple: Vec<TArg>, name: &str, depth: u32) {
+        if out.contains(&tuple) {
+            return;
+        }
+        if out.len() < MAX_TUPLES {
+            out.push(tuple);
+            return;
+        }
+        if !self.truncated && std::env::var("WARPDRF_DEBUG_TUPLES").is_ok() {
+            eprintln!("search for {name} stops at its cap (depth {depth})");
+        }
+        self.truncated = true;
+        if out.len() < MAX_TUPLES + MAX_NOVEL && novel(out, &tuple, is_concrete) > 0 {
+            out.push(tuple);
+        }
     }
 
     /// See [`KernelUses::every_site`]. A shape the launching function
@@ -1041,11 +1129,11 @@ impl<'s> Finder<'s> {
         let mut out: Vec<LaunchShape> = Vec::new();
         for (frag, site) in unit_uses(l, &name) {
             let (enclosing, scope) = self.enclosing(l, site.node);
-            let (_, launched, block) =
-                self.site_launch(l, frag, &site, enclosing, scope, TemplateEnv::default(), self.kernel, 0);
-            if !launched {
+            let Some((_, true, block)) =
+                self.site_launch(l, frag, &site, enclosing, scope, TemplateEnv::default(), self.kernel, 0)
+            else {
                 continue;
-            }
+            };
             for shape in block.unwrap_or_else(|| vec![LaunchShape::symbolic()]) {
                 let shape = LaunchShape {
                     facts: Vec::new(),
@@ -1074,7 +1162,22 @@ impl<'s> Finder<'s> {
         env: TemplateEnv,
         target: DeclId,
         depth: u32,
-    ) -> (Vec<TArg>, bool, Option<Vec<LaunchShape>>) {
+    ) -> Option<(Vec<TArg>, bool, Option<Vec<LaunchShape>>)> {
+        // A use in a branch of an `if constexpr` that this instantiation
+        // discards is none (`if constexpr (n <= 8) { k<8 / n>… }`, with n 16:
+        // no k<0>).
+        let discarded = l.in_ctx(
+            Ctx {
+                frag,
+                scope,
+                tenv: Rc::new(env.clone()),
+                class: None,
+            },
+            |l2| l2.discarded(site.node),
+        );
+        if discarded {
+            return None;
+        }
         // `k<<<grid, block, …>>>(…)`: the block operand.
         let block_operand = site
             .call
@@ -1193,7 +1296,7 @@ impl<'s> Finder<'s> {
                 }
             }
         }
-        (tuple, launched, block)
+        Some((tuple, launched, block))
     }
 
     /// The shapes of the launch `launch` inside host function `f`, evaluated
@@ -1709,6 +1812,37 @@ fn uses<'t>(frag: &Fragment, root: Node<'t>, name: &str) -> Vec<Use<'t>> {
 }
 
 impl<'u> Lowerer<'u> {
+    /// Whether `node` is in a branch of an `if constexpr` (in its
+    /// function) whose condition the current template environment decides
+    /// the other way.
+    fn discarded(&mut self, node: Node<'u>) -> bool {
+        let mut n = node;
+        while let Some(p) = n.parent() {
+            match p.kind_name() {
+                "function_definition" | "lambda_expression" => break,
+                "if_statement" if syntax::has_token(p, "constexpr") => {
+                    let taken = if p.field("consequence").is_some_and(|c| c.id() == n.id()) {
+                        Some(true)
+                    } else if p.field("alternative").is_some_and(|c| c.id() == n.id()) {
+                        Some(false)
+                    } else {
+                        None
+                    };
+                    let value = p.field("condition").and_then(|c| c.field("value"));
+                    if let (Some(taken), Some(value)) = (taken, value) {
+                        let v = self.scratch_expr(value);
+                        if self.truth(v, value).as_bool() == Some(!taken) {
+                            return true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            n = p;
+        }
+        false
+    }
+
     /// Whether a value reads a symbol whose name `named` accepts.
     fn mentions_sym(&self, v: &super::Value, named: impl Fn(&str) -> bool + Copy) -> bool {
         use super::Value;

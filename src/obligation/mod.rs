@@ -155,41 +155,118 @@ pub enum Rounds {
     One(usize, Vec<Obligation>),
 }
 
-/// A linear form `c + Σ coeff·leaf` of a phase term; leaves are term ids,
-/// marked per thread or shared by both threads.
-#[derive(Default)]
+/// A linear form `c + Σ coeff·leaf` of a phase term: its leaves sorted by
+/// term id, each shared by both threads or per thread, none with a zero
+/// coefficient.
+#[derive(Clone, Default)]
 struct Linear {
     constant: i128,
-    terms: Vec<(u32, bool, i128)>,
+    terms: Vec<Leaf>,
 }
 
-fn linear(t: &Term, scale: i128, out: &mut Linear) -> bool {
-    match &t.kind {
-        TermKind::Int(v) => match scale.checked_mul(*v).and_then(|x| x.checked_add(out.constant)) {
-            Some(c) => {
-                out.constant = c;
-                true
-            }
-            None => false,
-        },
-        TermKind::Binary(BinOp::Add, ty, a, b) if ty.is_int() => linear(a, scale, out) && linear(b, scale, out),
-        TermKind::Binary(BinOp::Sub, ty, a, b) if ty.is_int() => linear(a, scale, out) && linear(b, -scale, out),
-        TermKind::Binary(BinOp::Mul, ty, a, b) if ty.is_int() => match (a.as_int(), b.as_int()) {
-            (_, Some(c)) => scale.checked_mul(c).is_some_and(|s| linear(a, s, out)),
-            (Some(c), _) => scale.checked_mul(c).is_some_and(|s| linear(b, s, out)),
-            _ => false,
-        },
-        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => linear(a, scale, out),
-        TermKind::Param(_) | TermKind::Sym(_) | TermKind::Builtin(Builtin::BlockDim(_) | Builtin::GridDim(_)) => {
-            out.terms.push((t.id, true, scale));
-            true
+#[derive(Clone, Copy)]
+struct Leaf {
+    id: u32,
+    /// The same for both threads (launch-wide): otherwise each thread has
+    /// its own.
+    shared: bool,
+    /// Known to be non-negative (counters and indices).
+    non_negative: bool,
+    coeff: i128,
+}
+
+impl Linear {
+    fn leaf(t: &Term, shared: bool, model: &AccessModel) -> Linear {
+        Linear {
+            constant: 0,
+            terms: vec![Leaf {
+                id: t.id,
+                shared,
+                non_negative: non_negative(t, model),
+                coeff: 1,
+            }],
         }
-        TermKind::Symbol(_) | TermKind::Builtin(_) => {
-            out.terms.push((t.id, false, scale));
-            true
-        }
-        _ => false,
     }
+
+    fn scaled(&self, by: i128) -> Option<Linear> {
+        let mut terms = Vec::with_capacity(self.terms.len());
+        for l in &self.terms {
+            terms.push(Leaf {
+                coeff: l.coeff.checked_mul(by)?,
+                ..*l
+            });
+        }
+        terms.retain(|l| l.coeff != 0);
+        Some(Linear {
+            constant: self.constant.checked_mul(by)?,
+            terms,
+        })
+    }
+
+    /// `self + sign·other`.
+    fn plus(&self, other: &Linear, sign: i128) -> Option<Linear> {
+        let other = other.scaled(sign)?;
+        let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
+        let (mut x, mut y) = (self.terms.iter().peekable(), other.terms.iter().peekable());
+        loop {
+            let key = |l: &&Leaf| (l.id, l.shared);
+            match (x.peek(), y.peek()) {
+                (Some(a), Some(b)) if key(a) == key(b) => {
+                    let coeff = a.coeff.checked_add(b.coeff)?;
+                    if coeff != 0 {
+                        terms.push(Leaf { coeff, ..**a });
+                    }
+                    x.next();
+                    y.next();
+                }
+                (Some(a), Some(b)) if key(a) < key(b) => terms.push(*x.next().expect("peeked")),
+                (_, Some(_)) => terms.push(*y.next().expect("peeked")),
+                (Some(_), None) => terms.push(*x.next().expect("peeked")),
+                (None, None) => break,
+            }
+        }
+        Some(Linear {
+            constant: self.constant.checked_add(other.constant)?,
+            terms,
+        })
+    }
+}
+
+/// The linear form of `t` (`None` where it is not linear), by term id in
+/// `memo`: phase terms share subterms, and unfolded as a tree a term can
+/// be exponentially larger than it is (on ggml, flash_attn_ext_f16's
+/// phases made the pairs' screening take longer than their proofs).
+fn linear(
+    t: &Term,
+    model: &AccessModel,
+    memo: &mut HashMap<u32, Option<std::rc::Rc<Linear>>>,
+) -> Option<std::rc::Rc<Linear>> {
+    if let Some(known) = memo.get(&t.id) {
+        return known.clone();
+    }
+    let mut form = |t: &Term| linear(t, model, memo);
+    let found = match &t.kind {
+        TermKind::Int(v) => Some(Linear {
+            constant: *v,
+            terms: Vec::new(),
+        }),
+        TermKind::Binary(BinOp::Add, ty, a, b) if ty.is_int() => form(a).zip(form(b)).and_then(|(a, b)| a.plus(&b, 1)),
+        TermKind::Binary(BinOp::Sub, ty, a, b) if ty.is_int() => form(a).zip(form(b)).and_then(|(a, b)| a.plus(&b, -1)),
+        TermKind::Binary(BinOp::Mul, ty, a, b) if ty.is_int() => match (a.as_int(), b.as_int()) {
+            (_, Some(c)) => form(a).and_then(|a| a.scaled(c)),
+            (Some(c), _) => form(b).and_then(|b| b.scaled(c)),
+            _ => None,
+        },
+        TermKind::Cast(a) if a.ty.is_int() && t.ty.is_int() => form(a).map(|a| (*a).clone()),
+        TermKind::Param(_) | TermKind::Sym(_) | TermKind::Builtin(Builtin::BlockDim(_) | Builtin::GridDim(_)) => {
+            Some(Linear::leaf(t, true, model))
+        }
+        TermKind::Symbol(_) | TermKind::Builtin(_) => Some(Linear::leaf(t, false, model)),
+        _ => None,
+    }
+    .map(std::rc::Rc::new);
+    memo.insert(t.id, found.clone());
+    found
 }
 
 /// Whether a leaf is known to be non-negative (counters and indices).
@@ -204,44 +281,33 @@ fn non_negative(t: &Term, model: &AccessModel) -> bool {
     }
 }
 
-/// Phase terms `p` (thread 1) and `q` (thread 2) can never be equal.
-fn phases_differ(p: &Term, q: &Term, model: &AccessModel, leaves: &HashMap<u32, Term>) -> bool {
-    let (mut a, mut b) = (Linear::default(), Linear::default());
-    if !linear(p, 1, &mut a) || !linear(q, 1, &mut b) {
+/// Phases with linear forms `p` (thread 1) and `q` (thread 2) can never
+/// be equal.
+fn phases_differ(p: &Linear, q: &Linear) -> bool {
+    // p - q = c + Σ coeff·x over thread-1 leaves, thread-2 leaves and
+    // shared ones: (coefficient, leaf non-negative).
+    let mut live: Vec<(i128, bool)> = Vec::new();
+    live.extend(p.terms.iter().filter(|l| !l.shared).map(|l| (l.coeff, l.non_negative)));
+    live.extend(q.terms.iter().filter(|l| !l.shared).map(|l| (-l.coeff, l.non_negative)));
+    let shared = |f: &Linear| Linear {
+        constant: 0,
+        terms: f.terms.iter().filter(|l| l.shared).copied().collect(),
+    };
+    let Some(both) = shared(p).plus(&shared(q), -1) else {
         return false;
-    }
-    // p - q = c + Σ coeff·x over thread-1 leaves, thread-2 leaves and shared ones.
-    let mut coeffs: HashMap<(u32, u8), i128> = HashMap::default();
-    for (id, shared, c) in a.terms {
-        *coeffs.entry((id, if shared { 2 } else { 0 })).or_default() += c;
-    }
-    for (id, shared, c) in b.terms {
-        *coeffs.entry((id, if shared { 2 } else { 1 })).or_default() -= c;
-    }
-    let c = a.constant - b.constant;
-    let live: Vec<((u32, u8), i128)> = coeffs.into_iter().filter(|(_, v)| *v != 0).collect();
+    };
+    live.extend(both.terms.iter().map(|l| (l.coeff, l.non_negative)));
+    let c = p.constant - q.constant;
     if live.is_empty() {
         return c != 0;
     }
-    let g = live.iter().fold(0i128, |g, (_, v)| gcd(g, v.abs()));
+    let g = live.iter().fold(0i128, |g, (v, _)| gcd(g, v.abs()));
     if g != 0 && c % g != 0 {
         return true;
     }
     // All leaves non-negative and all coefficients of the sign of c: no zero.
-    let all_nonneg = live
-        .iter()
-        .all(|((id, _), _)| leaves.get(id).is_some_and(|t| non_negative(t, model)));
-    all_nonneg && (live.iter().all(|(_, v)| *v > 0) && c > 0 || live.iter().all(|(_, v)| *v < 0) && c < 0)
-}
-
-fn collect_leaves(t: &Term, out: &mut HashMap<u32, Term>) {
-    if out.contains_key(&t.id) {
-        return;
-    }
-    out.insert(t.id, t.clone());
-    for c in t.children() {
-        collect_leaves(c, out);
-    }
+    live.iter().all(|(_, nn)| *nn)
+        && (live.iter().all(|(v, _)| *v > 0) && c > 0 || live.iter().all(|(v, _)| *v < 0) && c < 0)
 }
 
 fn race_kind(space: Space, cross_block: bool) -> &'static str {
@@ -290,13 +356,14 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
         alarms: Vec::new(),
         unknowns: Vec::new(),
         alarmed: HashSet::default(),
-        leaves: HashMap::default(),
+        phases: Vec::new(),
     };
-    for r in &model.records {
-        for t in [&r.phase.block, &r.phase.grid] {
-            collect_leaves(t, &mut run.leaves);
-        }
-    }
+    let mut memo = HashMap::default();
+    run.phases = model
+        .records
+        .iter()
+        .map(|r| [&r.phase.block, &r.phase.grid].map(|t| linear(t, model, &mut memo)))
+        .collect();
     let mut encoder = smt::Encoder::new(kernel, model, options.shape.clone(), options.work);
     encoder.set_deadline(options.deadline);
     // Accesses per object; memory the analysis cannot trace may be any object
@@ -539,8 +606,9 @@ struct Run<'a> {
     unknowns: Vec<UnknownItem>,
     /// Statement pairs already alarmed: one race is one alarm.
     alarmed: HashSet<StatementPair>,
-    /// Every subterm of the phases, by id (for the cheap phase test).
-    leaves: HashMap<u32, Term>,
+    /// The linear forms of each record's block and grid phases (for the
+    /// cheap phase test; `None` where not linear).
+    phases: Vec<[Option<std::rc::Rc<Linear>>; 2]>,
 }
 
 impl Run<'_> {
@@ -633,8 +701,11 @@ impl Run<'_> {
                 {
                     continue;
                 }
-                let block_differ = phases_differ(&a.phase.block, &b.phase.block, model, &self.leaves);
-                let grid_differ = phases_differ(&a.phase.grid, &b.phase.grid, model, &self.leaves);
+                let differ = |at: usize| match (&self.phases[i][at], &self.phases[j][at]) {
+                    (Some(p), Some(q)) => phases_differ(p, q),
+                    _ => false,
+                };
+                let (block_differ, grid_differ) = (differ(0), differ(1));
                 // Different grid phases: a grid barrier orders any two
                 // threads; different block phases, two of one block.
                 if grid_differ || block_differ && shared {
@@ -662,20 +733,25 @@ impl Run<'_> {
         let t0 = Instant::now();
         // (Reading the work may make a meter, which counts as work: only
         // when profiling.)
+        let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
         let profiling = crate::profile::enabled();
-        let w0 = if profiling { smt::work_done() } else { 0 };
+        let w0 = if profiling || debug { smt::work_done() } else { 0 };
         encoder.set_allowance(work);
         encoder.set_sliced(!last);
         let outcome = encoder.check_pair(i, j, shared);
         let ms = t0.elapsed().as_millis() as u64;
-        if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+        if debug {
             let verdict = match &outcome {
                 smt::Outcome::Unsat => "unsat",
                 smt::Outcome::Sat { .. } => "sat",
                 smt::Outcome::Unknown(_) => "unknown",
             };
             let lingering = [i, j].map(|r| if self.model.records[r].lingering { "*" } else { "" });
-            eprintln!("pair {i}{} {j}{}: {verdict} in {ms} ms", lingering[0], lingering[1]);
+            let units = smt::work_done() - w0;
+            eprintln!(
+                "pair {i}{} {j}{}: {verdict} in {ms} ms, {units} units of {work}",
+                lingering[0], lingering[1]
+            );
         }
         // Where a check's time goes by how its obligations end.
         if profiling {
