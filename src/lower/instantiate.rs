@@ -28,9 +28,9 @@ pub const MAX_TUPLES: usize = 64;
 /// Most tuples kept past [`MAX_TUPLES`], each with an argument value no
 /// tuple kept before has (see `Finder::tuples_of`).
 const MAX_NOVEL: usize = 16;
-/// Most uses evaluated (each under one instantiation of the template
-/// around it) in one search for a function's tuples.
-const MAX_EVALUATED: usize = 4 * MAX_TUPLES;
+/// Most uses in functions evaluated (each under one instantiation of the
+/// template around it) in one search for a function's tuples.
+const MAX_EVALUATED: usize = 2 * MAX_TUPLES;
 /// How many enclosing function templates are followed outward.
 const MAX_DEPTH: u32 = 3;
 /// Most distinct operand lists a launching function's callers are followed
@@ -1042,7 +1042,9 @@ impl<'s> Finder<'s> {
                 let Some(env) = envs.get(k) else {
                     continue;
                 };
-                evaluated += 1;
+                // Declarations outside functions (`extern template …`)
+                // launch nothing and cost little.
+                evaluated += usize::from(enclosing.is_some());
                 let Some((tuple, launched, block)) =
                     self.site_launch(l, frag, site, *enclosing, *scope, env.clone(), target, depth)
                 else {
