@@ -811,6 +811,42 @@ fn ordered<T: Ord>(a: T, b: T) -> (T, T) {
 mod tests {
     use super::*;
 
+    /// A form with one leaf per `(id, shared, coeff)`, counters (non-negative).
+    fn form(constant: i128, leaves: &[(u32, bool, i128)]) -> Linear {
+        let one = |&(id, shared, coeff): &(u32, bool, i128)| Linear {
+            constant: 0,
+            terms: vec![Leaf {
+                id,
+                shared,
+                non_negative: true,
+                coeff,
+            }],
+        };
+        leaves.iter().fold(
+            Linear {
+                constant,
+                terms: Vec::new(),
+            },
+            |sum, l| sum.plus(&one(l), 1).expect("no overflow"),
+        )
+    }
+
+    #[test]
+    fn phases_differ_by_parity_sign_and_shared_leaves() {
+        // 2x + 1 against 2y: never equal (odd against even).
+        assert!(phases_differ(&form(1, &[(7, false, 2)]), &form(0, &[(7, false, 2)])));
+        // x + 1 against x (per thread): threads may be one phase apart.
+        assert!(!phases_differ(&form(1, &[(7, false, 1)]), &form(0, &[(7, false, 1)])));
+        // n + 1 against n with n shared: the same n, so never equal.
+        assert!(phases_differ(&form(1, &[(3, true, 1)]), &form(0, &[(3, true, 1)])));
+        // Sums merge one leaf: n + n + 1 is 2n + 1, against 2n + 2 (shared).
+        let p = form(1, &[(3, true, 1), (3, true, 1)]);
+        assert_eq!(p.terms.len(), 1);
+        assert!(phases_differ(&p, &form(2, &[(3, true, 2)])));
+        // x + y + 1 against 0, counters: a positive sum is never zero.
+        assert!(phases_differ(&form(1, &[(7, false, 1), (8, false, 1)]), &form(0, &[])));
+    }
+
     #[test]
     fn a_first_round_that_will_leave_more_undecided_than_the_budget_can_take_cannot_pass() {
         let (cap, left) = (1_000, 10_000);
