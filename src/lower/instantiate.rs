@@ -23,7 +23,8 @@ use super::{Ctx, Index, LowerConfig, Lowerer};
 use crate::preprocess::{Fragment, Unit};
 use crate::syntax::{self, named_children};
 
-/// Most tuples kept per kernel.
+/// Most tuples kept per search before only those with a new argument
+/// value are (see [`MAX_NOVEL`]).
 pub const MAX_TUPLES: usize = 64;
 /// Most tuples kept past [`MAX_TUPLES`], each with an argument value no
 /// tuple kept before has (see `Finder::tuples_of`).
@@ -1020,8 +1021,9 @@ impl<'s> Finder<'s> {
         // then every use with its second, and so on, so that a cap reached
         // in one use's instantiations leaves no other use out (ggml's
         // flash_attn_ext_f16 is named in both arms of an `if`, with
-        // `use_logit_softcap` false and true: in turn, each arm's first 64
-        // instantiations filled the cap with `true`). Past the cap, a tuple
+        // `use_logit_softcap` false and true: one use at a time, the `true`
+        // arm's instantiations filled the cap, and no `false` variant, the
+        // one that runs, was found). Past the cap, a tuple
         // is still kept where one of its arguments takes a value no tuple
         // kept has ([`MAX_NOVEL`] of them): what the cap leaves out is then
         // a combination of values the tuples kept have, not a value.
