@@ -611,7 +611,7 @@ impl Gathered {
             MAX_LOWERED
         };
         for args in candidates {
-            if self.full || self.tried == MAX_TRIED || self.trapping.len() == MAX_TRAPPING {
+            if self.saturated() {
                 break;
             }
             let k = lower::lower_kernel(unit, index, config, decl, args);

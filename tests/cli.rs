@@ -412,8 +412,18 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
+/// How many instantiations `warpdrf kernels` finds of the first kernel in `dir`.
+fn instantiations_found(dir: &std::path::Path) -> u64 {
+    let path = dir.to_str().expect("a UTF-8 path");
+    let (_, stdout, _) = warpdrf(&["kernels", "--format", "json", path]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    v["kernels"][0]["instantiations"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("an instantiation count: {stdout}"))
+}
+
 /// `warpdrf audit --format json DIR`: each kernel's name with its memory
-/// verdict and its instantiation count from `kernels`.
+/// verdict.
 fn audit_dir(dir: &std::path::Path) -> Vec<(String, String)> {
     let path = dir.to_str().expect("a UTF-8 path");
     let (_, stdout, stderr) = warpdrf(&["audit", "--format", "json", path]);
@@ -457,10 +467,7 @@ fn a_header_kernel_gets_the_instantiations_of_every_unit() {
         ),
     ]);
     assert_eq!(audit_dir(dir.path()), [("stage".to_string(), "alarm".to_string())]);
-    let path = dir.path().to_str().expect("a UTF-8 path");
-    let (_, stdout, _) = warpdrf(&["kernels", "--format", "json", path]);
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
-    assert_eq!(v["kernels"][0]["instantiations"], 2, "{stdout}");
+    assert_eq!(instantiations_found(dir.path()), 2);
 }
 
 /// The launch shapes of a kernel in a header are those of every unit: the
@@ -635,10 +642,7 @@ fn a_use_in_a_discarded_if_constexpr_arm_is_no_instantiation() {
          }\n\
          void host(float *x) { pick<2>(x); pick<16>(x); }\n",
     )]);
-    let path = dir.path().to_str().expect("a UTF-8 path");
-    let (_, stdout, _) = warpdrf(&["kernels", "--format", "json", path]);
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
-    assert_eq!(v["kernels"][0]["instantiations"], 2, "{stdout}");
+    assert_eq!(instantiations_found(dir.path()), 2);
 }
 
 /// Past the search's cap, every use of a kernel is still reached: the host

@@ -1167,19 +1167,17 @@ impl<'s> Finder<'s> {
         target: DeclId,
         depth: u32,
     ) -> Option<(Vec<TArg>, bool, Option<Vec<LaunchShape>>)> {
+        let own_env = env.clone();
+        let ctx = Ctx {
+            frag,
+            scope,
+            tenv: Rc::new(env),
+            class: None,
+        };
         // A use in a branch of an `if constexpr` that this instantiation
         // discards is none (`if constexpr (n <= 8) { k<8 / n>… }`, with n 16:
         // no k<0>).
-        let discarded = l.in_ctx(
-            Ctx {
-                frag,
-                scope,
-                tenv: Rc::new(env.clone()),
-                class: None,
-            },
-            |l2| l2.discarded(site.node),
-        );
-        if discarded {
+        if l.in_ctx(ctx.clone(), |l2| l2.discarded(site.node)) {
             return None;
         }
         // `k<<<grid, block, …>>>(…)`: the block operand.
@@ -1189,13 +1187,6 @@ impl<'s> Finder<'s> {
             .filter(|_| target == self.kernel);
         // `launch(k<…>, config, …)`: the operands after the kernel.
         let wrapper = site.wrapper.filter(|_| target == self.kernel);
-        let own_env = env.clone();
-        let ctx = Ctx {
-            frag,
-            scope,
-            tenv: Rc::new(env),
-            class: None,
-        };
         let mut block = None;
         let mut from_params = false;
         let mut launched = block_operand.is_some();
