@@ -2294,6 +2294,36 @@ int unrelated() { return 0; }
         }));
     }
 
+    #[test]
+    fn a_grid_constructed_from_a_product_of_variables_relates_to_the_arguments() {
+        // `dim3 grid(n, m * h);` parses as a function declaration with a
+        // parameter `m *h` (the "most vexing parse"); C++ reads a `dim3`
+        // built from `n` and the product. Its extents are the arguments'.
+        let source = "__global__ void k(float * out, int n, int m, int h) { out[threadIdx.x] = 0.0f; }\n\
+            void run(float * out, int n, int m, int h) {\n\
+                const dim3 grid(n, m * h);\n\
+                k<<<grid, 32>>>(out, n, m, h);\n\
+            }\n";
+        let facts = facts_of(source);
+        let about = |e: &Expr, d: crate::ir::Dim, params: &[u32]| {
+            let (mut grid, mut mentioned) = (false, Vec::new());
+            e.visit(&mut |x| match x {
+                Expr::Builtin(crate::ir::Builtin::GridDim(g)) => grid |= *g == d,
+                Expr::Param(p) => mentioned.push(*p),
+                _ => {}
+            });
+            grid && params.iter().all(|p| mentioned.contains(p))
+        };
+        assert!(
+            facts.iter().any(|(e, _)| about(e, crate::ir::Dim::X, &[0])),
+            "{facts:?}"
+        );
+        assert!(
+            facts.iter().any(|(e, _)| about(e, crate::ir::Dim::Y, &[1, 2])),
+            "{facts:?}"
+        );
+    }
+
     fn int(bits: u8) -> ScalarTy {
         ScalarTy::Int { bits, signed: true }
     }

@@ -22,6 +22,15 @@ use crate::ir::fold;
 use crate::ir::{BinOp, Block, ExitKind, Expr, Loop, ObjectKind, ScalarTy, Space, StmtKind};
 use crate::syntax::{self, named_children};
 
+/// An operand of a variable's construction that the grammar read as a
+/// parameter (see `Lowerer::constructed_not_declared`).
+enum Constructor<'u> {
+    /// A variable's name.
+    Name(Node<'u>),
+    /// The product of two variables, and the whole operand.
+    Product(Node<'u>, Node<'u>, Node<'u>),
+}
+
 impl<'u> Lowerer<'u> {
     pub(super) fn compound(&mut self, node: Node<'u>) {
         self.frame_mut().locals.push(HashMap::default());
@@ -770,7 +779,17 @@ impl<'u> Lowerer<'u> {
             // declaration (the "most vexing parse").
             let constructed = matches!(base, Type::Class(_) | Type::Vector(_));
             if let Some((name, args)) = self.constructed_not_declared(d).filter(|_| constructed) {
-                let items: Vec<Operand> = args.into_iter().map(|a| Operand::Place(self.place(a))).collect();
+                let items: Vec<Operand> = args
+                    .into_iter()
+                    .map(|a| match a {
+                        Constructor::Name(n) => Operand::Place(self.place(n)),
+                        Constructor::Product(x, y, at) => {
+                            let (x, y) = (self.place(x), self.place(y));
+                            let (x, y) = (self.read(&x, at), self.read(&y, at));
+                            Operand::Value(self.binop("*", x, y, at))
+                        }
+                    })
+                    .collect();
                 let place = self.local_place(&name, &base, d);
                 if let Type::Class(inst) = &base {
                     let inst = inst.clone();
@@ -878,27 +897,39 @@ impl<'u> Lowerer<'u> {
     }
 
     /// The name and arguments of a local "function declaration" whose
-    /// parameters are all bare names of variables in scope: a variable
+    /// parameters are all bare names of variables in scope, or products of
+    /// two (`dim3 grid(n * m);` reads as a parameter `n *m`): a variable
     /// constructed from them (a function declared inside a body with
     /// parameters named like local variables does not occur in kernels'
-    /// host code).
-    fn constructed_not_declared(&self, d: Node<'u>) -> Option<(String, Vec<Node<'u>>)> {
+    /// host code, and a parameter's type is never a variable).
+    fn constructed_not_declared(&self, d: Node<'u>) -> Option<(String, Vec<Constructor<'u>>)> {
         if d.kind_name() != "function_declarator" {
             return None;
         }
         let name = d.field("declarator").filter(|n| n.kind_name() == "identifier")?;
+        let variable = |n: Node<'u>| {
+            matches!(
+                self.lookup_local(self.text(n)),
+                Some(Binding::Place(_) | Binding::Value(_))
+            )
+        };
         let mut args = Vec::new();
         for p in named_children(d.field("parameters")?) {
             let ty = p.field("type").filter(|t| t.kind_name() == "type_identifier")?;
-            let bare = p.kind_name() == "parameter_declaration" && p.field("declarator").is_none();
-            let variable = matches!(
-                self.lookup_local(self.text(ty)),
-                Some(Binding::Place(_) | Binding::Value(_))
-            );
-            if !bare || !variable {
+            if p.kind_name() != "parameter_declaration" || !variable(ty) {
                 return None;
             }
-            args.push(ty);
+            match p.field("declarator") {
+                None => args.push(Constructor::Name(ty)),
+                Some(ptr) if ptr.kind_name() == "pointer_declarator" => {
+                    let other = ptr.field("declarator").filter(|n| n.kind_name() == "identifier")?;
+                    if !variable(other) || named_children(ptr).len() != 1 {
+                        return None;
+                    }
+                    args.push(Constructor::Product(ty, other, p));
+                }
+                Some(_) => return None,
+            }
         }
         (!args.is_empty()).then(|| (self.text(name).to_string(), args))
     }
