@@ -2324,6 +2324,31 @@ int unrelated() { return 0; }
         );
     }
 
+    #[test]
+    fn fields_of_a_struct_parameter_relate_the_grid_to_the_arguments() {
+        // The host passes `args.n` as the kernel's `n` and launches
+        // `args.n` blocks: each integer field of the parameter is one
+        // unknown value, so `gridDim.x == n` (it was unknown).
+        let source = "struct args_t { int n; int m; const float * x; };\n\
+            __global__ void k(float * out, int n, int m) { out[threadIdx.x] = 0.0f; }\n\
+            static void run(float * out, const args_t & args) {\n\
+                k<<<args.n, 32>>>(out, args.n, args.m);\n\
+            }\n";
+        let facts = facts_of(source);
+        assert!(
+            facts.iter().any(|(e, _)| {
+                let (mut grid, mut n) = (false, false);
+                e.visit(&mut |x| match x {
+                    Expr::Builtin(crate::ir::Builtin::GridDim(crate::ir::Dim::X)) => grid = true,
+                    Expr::Param(0) => n = true,
+                    _ => {}
+                });
+                grid && n
+            }),
+            "{facts:?}"
+        );
+    }
+
     fn int(bits: u8) -> ScalarTy {
         ScalarTy::Int { bits, signed: true }
     }

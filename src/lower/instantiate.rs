@@ -1891,6 +1891,17 @@ impl<'u> Lowerer<'u> {
                         self.write(&place, value, p);
                         self.bind(&name, super::Binding::Place(place));
                     }
+                } else if let Some(value) = self.host_struct(&format!("{}::{name}", d.name), &ty, 2) {
+                    // A struct of values (`const args_t & args`): each
+                    // integer field one unknown value, so the launch's uses
+                    // of `args.n` can be related too.
+                    if declared_const(self.frag(), p) {
+                        self.bind(&name, super::Binding::Value(value));
+                    } else {
+                        let place = self.local_place(&name, &ty, p);
+                        self.write(&place, value, p);
+                        self.bind(&name, super::Binding::Place(place));
+                    }
                 } else {
                     self.bind(
                         &name,
@@ -1899,6 +1910,34 @@ impl<'u> Lowerer<'u> {
                 }
             }
         }
+    }
+
+    /// A host parameter of struct type `ty` as an aggregate whose integer
+    /// fields are symbols named after `path` (nested structs to `depth`),
+    /// the others unknown; `None` for a type that is not a struct of
+    /// fields (arrays and unions live in memory).
+    fn host_struct(&mut self, path: &str, ty: &super::Type, depth: u32) -> Option<super::Value> {
+        if !matches!(ty, super::Type::Class(_)) || self.has_array(ty) {
+            return None;
+        }
+        let fields = self.fields_of(ty)?;
+        let mut parts = Vec::with_capacity(fields.len());
+        for (field, fty) in fields {
+            let at = format!("{path}.{field}");
+            let part = if fty.is_arith() && fty.scalar().is_int() {
+                let s = self.sym(&at, fty.scalar(), crate::ir::SymKind::Unresolved);
+                super::Value::Scalar(super::Expr::Sym(s), fty)
+            } else if depth > 0 {
+                match self.host_struct(&at, &fty, depth - 1) {
+                    Some(v) => v,
+                    None => super::Value::Unknown(fty),
+                }
+            } else {
+                super::Value::Unknown(fty)
+            };
+            parts.push(part);
+        }
+        Some(super::Value::Agg(ty.clone(), parts))
     }
 
     /// The block shapes of a launch in the current context: `k<<<grid,
