@@ -1875,38 +1875,28 @@ impl<'u> Lowerer<'u> {
             if let Some(name) = name {
                 let ty = ty.strip_ref().clone();
                 // A scalar is one unknown value (a symbol named after it), so
-                // the launch's uses of it can be related; others are unknown.
-                if ty.is_arith() && ty.scalar().is_int() {
-                    let s = self.sym(
-                        &format!("{}::{name}", d.name),
-                        ty.scalar(),
-                        crate::ir::SymKind::Unresolved,
-                    );
-                    let value = super::Value::Scalar(super::Expr::Sym(s), ty.clone());
-                    if declared_const(self.frag(), p) {
-                        self.bind(&name, super::Binding::Value(value));
-                    } else {
+                // the launch's uses of it can be related; so is each integer
+                // field of a struct of values (`args.n` of `const args_t &
+                // args`); others are unknown.
+                let path = format!("{}::{name}", d.name);
+                let value = if ty.is_arith() && ty.scalar().is_int() {
+                    let s = self.sym(&path, ty.scalar(), crate::ir::SymKind::Unresolved);
+                    Some(super::Value::Scalar(super::Expr::Sym(s), ty.clone()))
+                } else {
+                    self.host_struct(&path, &ty, 2)
+                };
+                match value {
+                    Some(value) if declared_const(self.frag(), p) => self.bind(&name, super::Binding::Value(value)),
+                    Some(value) => {
                         // A variable: the host may assign it before it launches.
                         let place = self.local_place(&name, &ty, p);
                         self.write(&place, value, p);
                         self.bind(&name, super::Binding::Place(place));
                     }
-                } else if let Some(value) = self.host_struct(&format!("{}::{name}", d.name), &ty, 2) {
-                    // A struct of values (`const args_t & args`): each
-                    // integer field one unknown value, so the launch's uses
-                    // of `args.n` can be related too.
-                    if declared_const(self.frag(), p) {
-                        self.bind(&name, super::Binding::Value(value));
-                    } else {
-                        let place = self.local_place(&name, &ty, p);
-                        self.write(&place, value, p);
-                        self.bind(&name, super::Binding::Place(place));
-                    }
-                } else {
-                    self.bind(
+                    None => self.bind(
                         &name,
                         super::Binding::Place(super::Place::Temp(super::Value::Unknown(ty))),
-                    );
+                    ),
                 }
             }
         }
