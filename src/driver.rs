@@ -2349,6 +2349,34 @@ int unrelated() { return 0; }
         );
     }
 
+    #[test]
+    fn a_value_a_loop_changes_after_its_assignment_is_not_that_value() {
+        // `magic` sets `l = 0`, then a loop raises it: the argument `m.y`
+        // is whatever the loop leaves, not the 0 assigned before it (that
+        // made the fact `l == 0`, false for every `n` above 1).
+        let source = "static uint3 magic(unsigned int d) {\n\
+                unsigned int l = 0;\n\
+                while ((1u << l) < d) { l++; }\n\
+                return make_uint3(7, l, d);\n\
+            }\n\
+            __global__ void k(float * out, unsigned int l) { out[threadIdx.x] = 0.0f; }\n\
+            void run(float * out, unsigned int n) {\n\
+                const uint3 m = magic(n);\n\
+                k<<<1, 32>>>(out, m.y);\n\
+            }\n";
+        let facts = facts_of(source);
+        let constant_l = facts.iter().any(|(e, _)| {
+            let (mut l, mut constant) = (false, false);
+            e.visit(&mut |x| match x {
+                Expr::Param(0) => l = true,
+                Expr::Int(..) => constant = true,
+                _ => {}
+            });
+            l && constant
+        });
+        assert!(!constant_l, "{facts:?}");
+    }
+
     fn int(bits: u8) -> ScalarTy {
         ScalarTy::Int { bits, signed: true }
     }

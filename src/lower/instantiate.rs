@@ -557,23 +557,29 @@ fn resolve_value(v: &super::Value, stmts: &[crate::ir::Stmt]) -> super::Value {
 }
 
 /// `e` as evaluated just before statement `at`: a variable is the value of
-/// its last assignment before that point.
+/// its last assignment before that point, unless a statement after that
+/// assignment may write it too (a loop, a branch, an inlined call's
+/// block): then it stays the variable, whose value is unknown.
 fn resolve_expr(e: &super::Expr, stmts: &[crate::ir::Stmt], at: usize, depth: u32) -> super::Expr {
     use super::Expr;
+    use crate::ir::StmtKind;
     if depth == 0 {
         return e.clone();
     }
     let go = |x: &Expr| Box::new(resolve_expr(x, stmts, at, depth - 1));
     match e {
         Expr::Var(v) => {
-            let assigned = stmts[..at.min(stmts.len())]
-                .iter()
-                .enumerate()
-                .rev()
-                .find_map(|(i, s)| match &s.kind {
-                    crate::ir::StmtKind::Assign { var, value } if var == v => Some((i, value)),
-                    _ => None,
-                });
+            let mut assigned = None;
+            for (i, s) in stmts[..at.min(stmts.len())].iter().enumerate().rev() {
+                match &s.kind {
+                    StmtKind::Assign { var, value } if var == v => {
+                        assigned = Some((i, value));
+                        break;
+                    }
+                    _ if writes_var(s, *v) => break,
+                    _ => {}
+                }
+            }
             match assigned {
                 Some((i, value)) => resolve_expr(value, stmts, i, depth - 1),
                 None => e.clone(),
@@ -584,6 +590,21 @@ fn resolve_expr(e: &super::Expr, stmts: &[crate::ir::Stmt], at: usize, depth: u3
         Expr::Select(c, a, b) => Expr::Select(go(c), go(a), go(b)),
         Expr::Cast(ty, a) => Expr::Cast(*ty, go(a)),
         other => other.clone(),
+    }
+}
+
+/// Whether statement `s`, or one nested in it, writes variable `v`.
+fn writes_var(s: &crate::ir::Stmt, v: crate::ir::VarId) -> bool {
+    use crate::ir::StmtKind;
+    let any = |b: &crate::ir::Block| b.0.iter().any(|s| writes_var(s, v));
+    match &s.kind {
+        StmtKind::Assign { var, .. } | StmtKind::Havoc { var, .. } | StmtKind::Choose { var } => *var == v,
+        StmtKind::If {
+            then_block, else_block, ..
+        } => any(then_block) || any(else_block),
+        StmtKind::Loop(l) => any(&l.cond_pre) || any(&l.body) || any(&l.step),
+        StmtKind::Labeled { body, .. } => any(body),
+        _ => false,
     }
 }
 
