@@ -2377,6 +2377,33 @@ int unrelated() { return 0; }
         assert!(!constant_l, "{facts:?}");
     }
 
+    #[test]
+    fn a_condition_stored_with_a_short_circuit_keeps_its_conjuncts() {
+        // The conjunction lowers with a branch (its last operand reads a
+        // pointer): `ok` is `a ? (b ? …) : a`, a conjunction whose parts
+        // about the arguments (`n % 16 == 0`) are facts of the launch.
+        let source = "__global__ void k(float * out, long long n) { out[threadIdx.x] = 0.0f; }\n\
+            void run(float * out, long long n, long long m) {\n\
+                const bool ok = m > 4 && (n % 16 == 0) && (((unsigned long long) out) % 16 == 0);\n\
+                if (ok) {\n\
+                    k<<<1, 32>>>(out, n);\n\
+                }\n\
+            }\n";
+        let facts = facts_of(source);
+        assert!(
+            facts.iter().any(|(e, _)| {
+                let (mut n, mut rem) = (false, false);
+                e.visit(&mut |x| match x {
+                    Expr::Param(0) => n = true,
+                    Expr::Binary(BinOp::Rem, ..) => rem = true,
+                    _ => {}
+                });
+                n && rem
+            }),
+            "{facts:?}"
+        );
+    }
+
     fn int(bits: u8) -> ScalarTy {
         ScalarTy::Int { bits, signed: true }
     }
