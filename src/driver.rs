@@ -2335,18 +2335,21 @@ int unrelated() { return 0; }
                 k<<<args.n, 32>>>(out, args.n, args.m);\n\
             }\n";
         let facts = facts_of(source);
+        let grid = |x: &Expr| matches!(x, Expr::Builtin(crate::ir::Builtin::GridDim(crate::ir::Dim::X)));
         assert!(
-            facts.iter().any(|(e, _)| {
-                let (mut grid, mut n) = (false, false);
-                e.visit(&mut |x| match x {
-                    Expr::Builtin(crate::ir::Builtin::GridDim(crate::ir::Dim::X)) => grid = true,
-                    Expr::Param(0) => n = true,
-                    _ => {}
-                });
-                grid && n
-            }),
+            facts.iter().any(|(e, _)| has_both(e, grid, |x| *x == Expr::Param(0))),
             "{facts:?}"
         );
+    }
+
+    /// Whether `e` has a subexpression of which `a` holds and one of which `b` does.
+    fn has_both(e: &Expr, a: impl Fn(&Expr) -> bool, b: impl Fn(&Expr) -> bool) -> bool {
+        let (mut first, mut second) = (false, false);
+        e.visit(&mut |x| {
+            first |= a(x);
+            second |= b(x);
+        });
+        first && second
     }
 
     #[test]
@@ -2365,15 +2368,9 @@ int unrelated() { return 0; }
                 k<<<1, 32>>>(out, m.y);\n\
             }\n";
         let facts = facts_of(source);
-        let constant_l = facts.iter().any(|(e, _)| {
-            let (mut l, mut constant) = (false, false);
-            e.visit(&mut |x| match x {
-                Expr::Param(0) => l = true,
-                Expr::Int(..) => constant = true,
-                _ => {}
-            });
-            l && constant
-        });
+        let constant_l = facts
+            .iter()
+            .any(|(e, _)| has_both(e, |x| *x == Expr::Param(0), |x| matches!(x, Expr::Int(..))));
         assert!(!constant_l, "{facts:?}");
     }
 
@@ -2390,16 +2387,9 @@ int unrelated() { return 0; }
                 }\n\
             }\n";
         let facts = facts_of(source);
+        let rem = |x: &Expr| matches!(x, Expr::Binary(BinOp::Rem, ..));
         assert!(
-            facts.iter().any(|(e, _)| {
-                let (mut n, mut rem) = (false, false);
-                e.visit(&mut |x| match x {
-                    Expr::Param(0) => n = true,
-                    Expr::Binary(BinOp::Rem, ..) => rem = true,
-                    _ => {}
-                });
-                n && rem
-            }),
+            facts.iter().any(|(e, _)| has_both(e, |x| *x == Expr::Param(0), rem)),
             "{facts:?}"
         );
     }
