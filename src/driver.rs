@@ -2306,13 +2306,8 @@ int unrelated() { return 0; }
             }\n";
         let facts = facts_of(source);
         let about = |e: &Expr, d: crate::ir::Dim, params: &[u32]| {
-            let (mut grid, mut mentioned) = (false, Vec::new());
-            e.visit(&mut |x| match x {
-                Expr::Builtin(crate::ir::Builtin::GridDim(g)) => grid |= *g == d,
-                Expr::Param(p) => mentioned.push(*p),
-                _ => {}
-            });
-            grid && params.iter().all(|p| mentioned.contains(p))
+            let grid = |x: &Expr| *x == Expr::Builtin(crate::ir::Builtin::GridDim(d));
+            params.iter().all(|&p| has_both(e, grid, |x| *x == Expr::Param(p)))
         };
         assert!(
             facts.iter().any(|(e, _)| about(e, crate::ir::Dim::X, &[0])),

@@ -1942,14 +1942,7 @@ impl<'u> Lowerer<'u> {
                 // the launch's uses of it can be related; so is each integer
                 // field of a struct of values (`args.n` of `const args_t &
                 // args`); others are unknown.
-                let path = format!("{}::{name}", d.name);
-                let value = if ty.is_arith() && ty.scalar().is_int() {
-                    let s = self.sym(&path, ty.scalar(), crate::ir::SymKind::Unresolved);
-                    Some(super::Value::Scalar(super::Expr::Sym(s), ty.clone()))
-                } else {
-                    self.host_struct(&path, &ty, 2)
-                };
-                match value {
+                match self.host_value(&format!("{}::{name}", d.name), &ty, 3) {
                     Some(value) if declared_const(self.frag(), p) => self.bind(&name, super::Binding::Value(value)),
                     Some(value) => {
                         // A variable: the host may assign it before it launches.
@@ -1966,31 +1959,27 @@ impl<'u> Lowerer<'u> {
         }
     }
 
-    /// A host parameter of struct type `ty` as an aggregate whose integer
-    /// fields are symbols named after `path` (nested structs to `depth`),
-    /// the others unknown; `None` for a type that is not a struct of
-    /// fields (arrays and unions live in memory).
-    fn host_struct(&mut self, path: &str, ty: &super::Type, depth: u32) -> Option<super::Value> {
-        if !matches!(ty, super::Type::Class(_)) || self.has_array(ty) {
+    /// A host parameter's unknown value of type `ty`, named after `path`:
+    /// an integer is a symbol; a struct of fields (no arrays or unions,
+    /// which live in memory), to `depth` levels of structs, an aggregate
+    /// of its fields' values, those of other types unknown; `None` for
+    /// any other type.
+    fn host_value(&mut self, path: &str, ty: &super::Type, depth: u32) -> Option<super::Value> {
+        if ty.is_arith() && ty.scalar().is_int() {
+            let s = self.sym(path, ty.scalar(), crate::ir::SymKind::Unresolved);
+            return Some(super::Value::Scalar(super::Expr::Sym(s), ty.clone()));
+        }
+        if depth == 0 || !matches!(ty, super::Type::Class(_)) || self.has_array(ty) {
             return None;
         }
         let fields = self.fields_of(ty)?;
-        let mut parts = Vec::with_capacity(fields.len());
-        for (field, fty) in fields {
-            let at = format!("{path}.{field}");
-            let part = if fty.is_arith() && fty.scalar().is_int() {
-                let s = self.sym(&at, fty.scalar(), crate::ir::SymKind::Unresolved);
-                super::Value::Scalar(super::Expr::Sym(s), fty)
-            } else if depth > 0 {
-                match self.host_struct(&at, &fty, depth - 1) {
-                    Some(v) => v,
-                    None => super::Value::Unknown(fty),
-                }
-            } else {
-                super::Value::Unknown(fty)
-            };
-            parts.push(part);
-        }
+        let parts = fields
+            .into_iter()
+            .map(|(field, fty)| {
+                self.host_value(&format!("{path}.{field}"), &fty, depth - 1)
+                    .unwrap_or(super::Value::Unknown(fty))
+            })
+            .collect();
         Some(super::Value::Agg(ty.clone(), parts))
     }
 
