@@ -341,9 +341,34 @@ fn every_fixture_matches_its_header() {
     fixture_files(&root, &mut files);
     files.sort();
     assert!(!files.is_empty(), "no fixtures under {}", root.display());
+    // The fixtures are independent (each kernel is checked in a Z3 context
+    // of its own, and the limits are work, not time): one per core at a
+    // time, reported in the files' order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut problems: Vec<(usize, Vec<String>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break done };
+                        done.push((i, check_fixture(f)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a fixture's check panicked"))
+            .collect()
+    });
+    problems.sort_by_key(|(i, _)| *i);
     let mut failures = Vec::new();
-    for f in &files {
-        for problem in check_fixture(f) {
+    for (i, found) in problems {
+        let f = &files[i];
+        for problem in found {
             let rel = f.strip_prefix(&root).unwrap_or(f);
             failures.push(format!("{}: {problem}", rel.display()));
         }
