@@ -264,31 +264,60 @@ impl<'u> Lowerer<'u> {
         }
     }
 
-    /// A built-in function call, when `name` is one.
+    /// A built-in function call, when `name` is one; else the arguments'
+    /// values, for an opaque call.
     pub(super) fn builtin_call(
         &mut self,
         name: &str,
         explicit: &[TArg],
         ops: Vec<Operand>,
         node: Node<'u>,
-    ) -> Option<Operand> {
+    ) -> Result<Operand, super::call::Unresolved> {
         let name = name.trim_start_matches("::");
         let last = name.rsplit("::").next().unwrap_or(name);
         // Cooperative groups and wmma free functions.
         if let Some(v) = self.library_call(name, last, explicit, &ops, node) {
-            return Some(v);
+            return Ok(v);
         }
-        let vals: Vec<Value> = if matches!(last, "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset") {
-            ops.iter()
-                .cloned()
-                .map(|o| match o {
-                    Operand::Place(Place::Mem(p, Type::Opaque(t))) => Value::Mem(p, Type::Opaque(t)),
-                    other => self.operand_value(other, node),
-                })
-                .collect()
-        } else {
-            ops.iter().cloned().map(|o| self.operand_value(o, node)).collect()
-        };
+        // Each argument is read once, here, and moved: an opaque call gets
+        // these values (read again, a load was recorded twice; copied, a
+        // nest of calls to undeclared functions took time quadratic in its
+        // depth: `F(F(…F(0)…))` 10,000 deep, 8 s).
+        let copies = matches!(last, "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset");
+        let touches_memory = ops.iter().any(super::call::reaches_memory);
+        let lists: Vec<bool> = ops.iter().map(|o| matches!(o, Operand::List(_))).collect();
+        // Arguments of a copy that are members of types not known (see
+        // `builtin_result`).
+        let buffers: Vec<usize> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| copies && matches!(o, Operand::Place(Place::Mem(_, Type::Opaque(_)))))
+            .map(|(i, _)| i)
+            .collect();
+        let vals: Vec<Value> = ops
+            .into_iter()
+            .map(|o| match o {
+                Operand::Place(Place::Mem(p, Type::Opaque(t))) if copies => Value::Mem(p, Type::Opaque(t)),
+                other => self.operand_value(other, node),
+            })
+            .collect();
+        match self.builtin_result(last, &vals, &buffers, node) {
+            Some(r) => Ok(r),
+            None => Err(super::call::Unresolved {
+                values: vals
+                    .into_iter()
+                    .zip(lists)
+                    .map(|(v, list)| if list { Value::Void } else { v })
+                    .collect(),
+                touches_memory,
+            }),
+        }
+    }
+
+    /// A builtin function's result on argument values `vals` (`buffers`:
+    /// which of a copy's are members of types not known); `None` when
+    /// `last` names none.
+    fn builtin_result(&mut self, last: &str, vals: &[Value], buffers: &[usize], node: Node<'u>) -> Option<Operand> {
         let v = |i: usize| vals.get(i).cloned().unwrap_or(Value::Void);
         // Masks have a bit per lane: 64-bit for 64-lane warps (HIP).
         let mask_ty = if self.config.warp_size > 32 { ScalarTy::U64 } else { U32 };
@@ -484,7 +513,7 @@ impl<'u> Lowerer<'u> {
             }
             "__laneid" => Value::Scalar(self.lane(), Type::int(32, false)),
             // ----- memory
-            a if a.starts_with("atomic") => return Some(Operand::Value(self.atomic(a, &vals, node))),
+            a if a.starts_with("atomic") => return Some(Operand::Value(self.atomic(a, vals, node))),
             "__ldg" | "__ldca" | "__ldcg" | "__ldcs" | "__ldlu" | "__ldcv" => match v(0) {
                 Value::Ptr(p) => {
                     let place = Place::Mem(p.clone(), p.pointee.clone());
@@ -503,9 +532,9 @@ impl<'u> Lowerer<'u> {
             "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset" => {
                 // Members of types not known decay like arrays here (they are
                 // the buffers being copied).
-                let mut vals = vals.clone();
-                for (i, op) in ops.iter().enumerate().take(2) {
-                    if let Operand::Place(Place::Mem(p, Type::Opaque(tn))) = op {
+                let mut vals = vals.to_vec();
+                for &i in buffers.iter().filter(|&&i| i < 2) {
+                    if let Value::Mem(p, Type::Opaque(tn)) = &vals[i] {
                         self.assume(
                             node,
                             format!("`{tn}` is a buffer copied in place (its type is not known)"),
@@ -623,7 +652,7 @@ impl<'u> Lowerer<'u> {
                 self.construct(&ty, items, node)
             }
             _ => {
-                let rt = math_result(last, &vals)?;
+                let rt = math_result(last, vals)?;
                 // A pure function: no pointer may reach memory through it.
                 if vals.iter().any(|x| matches!(x, Value::Ptr(_) | Value::Mem(..))) {
                     return Some(Operand::Value(
@@ -631,7 +660,7 @@ impl<'u> Lowerer<'u> {
                     ));
                 }
                 let mut args = Vec::new();
-                for x in &vals {
+                for x in vals {
                     Self::flatten(x, &mut args);
                 }
                 let op = self.op(last);

@@ -836,30 +836,28 @@ impl<'u> Lowerer<'u> {
 
     /// A call nothing models: pure when no argument reaches memory, else unknown.
     pub(super) fn opaque_call(&mut self, name: &str, operands: &[Operand], node: Node<'u>) -> Value {
-        let mut args = Vec::new();
-        let mut touches_memory = false;
-        for op in operands {
-            let ty = op.ty();
-            if ty.is_pointer_like() || matches!(op, Operand::Place(Place::Mem(..))) && matches!(ty, Type::Ref(_)) {
-                touches_memory = true;
-            }
-            if let Operand::Value(Value::Ptr(_)) = op {
-                touches_memory = true;
-            }
-            let v = match op {
-                Operand::Place(p) => {
-                    if matches!(p, Place::PtrVar { .. }) {
-                        touches_memory = true;
-                    }
-                    self.read(p, node)
-                }
+        let touches_memory = operands.iter().any(reaches_memory);
+        let values = operands
+            .iter()
+            .map(|op| match op {
+                Operand::Place(p) => self.read(p, node),
                 Operand::Value(v) => v.clone(),
                 Operand::List(_) => Value::Void,
-            };
-            if let Value::Scalar(e, _) = v {
-                args.push(e);
-            }
-        }
+            })
+            .collect();
+        self.opaque_of(name, Unresolved { values, touches_memory }, node)
+    }
+
+    /// [`Self::opaque_call`] on arguments already read.
+    pub(super) fn opaque_of(&mut self, name: &str, call: Unresolved, node: Node<'u>) -> Value {
+        let Unresolved { values, touches_memory } = call;
+        let args: Vec<crate::ir::Expr> = values
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Scalar(e, _) => Some(e),
+                _ => None,
+            })
+            .collect();
         if touches_memory {
             return self.unknown_value(
                 node,
@@ -1714,10 +1712,10 @@ impl<'u> Lowerer<'u> {
             };
             return Operand::Value(self.construct(&ty, ops, node));
         }
-        if let Some(r) = self.builtin_call(name, explicit, ops.clone(), node) {
-            return r;
+        match self.builtin_call(name, explicit, ops, node) {
+            Ok(r) => r,
+            Err(call) => Operand::Value(self.opaque_of(name, call, node)),
         }
-        Operand::Value(self.opaque_call(name, &ops, node))
     }
 
     /// `ns::f(args)`, `Class::f(args)`, `T::f(args)`, `std::max(a, b)`.
@@ -1846,14 +1844,15 @@ impl<'u> Lowerer<'u> {
                 })
                 .collect()
         };
-        if let Some(r) = self.builtin_call(&full_no_args, explicit, ops.clone(), node) {
-            return r;
-        }
+        let call = match self.builtin_call(&full_no_args, explicit, ops, node) {
+            Ok(r) => return r,
+            Err(call) => call,
+        };
         // `std::numeric_limits<T>::max()` and similar.
         if full.contains("numeric_limits") {
             return Operand::Value(self.numeric_limit(full, node));
         }
-        Operand::Value(self.opaque_call(&full_no_args, &ops, node))
+        Operand::Value(self.opaque_of(&full_no_args, call, node))
     }
 
     fn numeric_limit(&mut self, full: &str, node: Node<'u>) -> Value {
@@ -1946,4 +1945,20 @@ impl<'u> Lowerer<'u> {
             }
         }
     }
+}
+
+/// A call that no builtin models, with its arguments' values (read once)
+/// and whether one of them reaches memory (see [`reaches_memory`]).
+pub(super) struct Unresolved {
+    pub(super) values: Vec<Value>,
+    pub(super) touches_memory: bool,
+}
+
+/// Whether an argument may let a function not defined here reach memory:
+/// a pointer, a reference to memory, a pointer variable.
+pub(super) fn reaches_memory(op: &Operand) -> bool {
+    let ty = op.ty();
+    ty.is_pointer_like()
+        || matches!(op, Operand::Place(Place::Mem(..))) && matches!(ty, Type::Ref(_))
+        || matches!(op, Operand::Value(Value::Ptr(_)) | Operand::Place(Place::PtrVar { .. }))
 }

@@ -1956,6 +1956,18 @@ mod tests {
         assert_eq!(model.records.len(), 4, "{model}");
     }
 
+    /// An argument of a function not declared here is loaded once: the
+    /// call's value is opaque, its argument's load one access (it was two:
+    /// the builtins read it, and the opaque call again).
+    #[test]
+    fn an_argument_of_an_undeclared_function_is_loaded_once() {
+        let src = "__global__ void k(const int *x, int *y) { y[threadIdx.x] = g(x[threadIdx.x]) + h(x[0], 2); }";
+        let model = build(&kernel(src), 32, &[], true);
+        assert!(model.unknowns.is_empty(), "{:?}", model.unknowns);
+        // x[tid], x[0], then y[tid].
+        assert_eq!(model.records.len(), 3, "{model}");
+    }
+
     /// A helper that returns in several places, called after a loop that
     /// threads leave in different iterations: its result depends on its
     /// argument only.
