@@ -7,7 +7,10 @@
 # net stopped, the peak memory, and the CPU time (the VMs drift: compare
 # runs back to back).
 #   scripts/bench-audit.sh [DIR] [-- AUDIT FLAGS…]   (DIR defaults to $WARPDRF_LLAMA_DIR;
-#   AUDIT_CSV=FILE keeps the audit's CSV, with each kernel's time)
+#   AUDIT_CSV=FILE keeps the audit's CSV, with each kernel's time;
+#   BENCH_WORK=1 audits once more, profiled, and prints the solver work in
+#   Z3's units: unlike seconds it does not drift with the machine, so two
+#   builds compare run against run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${WARPDRF_LLAMA_DIR:-}"
@@ -57,3 +60,7 @@ slow = sorted(((int(r["time_ms"]) / 1000, r["kernel"]) for r in rows if int(r["t
 print(f"kernels over 5 s: {len(slow)} " + " ".join(f"{k} ({t:.1f}s)" for t, k in slow))
 print(f"stopped by the clock's safety net: {sum(r['clock_limited'] == 'true' for r in rows)} kernels")
 PY
+if [[ -n "${BENCH_WORK:-}" ]]; then
+    WARPDRF_PROFILE=1 "$bin" audit --format json "$@" "$dir" > /dev/null 2> "$tmp/profile" || true
+    awk '/ units  kernel\// && /\/check / {u += $5} END {printf "solver work: %.1f M units (the checks of every kernel)\n", u / 1e6}' "$tmp/profile"
+fi
