@@ -284,23 +284,23 @@ impl<'u> Lowerer<'u> {
         // nest of calls to undeclared functions took time quadratic in its
         // depth: `F(F(…F(0)…))` 10,000 deep, 8 s).
         let copies = matches!(last, "memcpy" | "__builtin_memcpy" | "memset" | "__builtin_memset");
-        let touches_memory = ops.iter().any(super::call::reaches_memory);
-        let lists: Vec<bool> = ops.iter().map(|o| matches!(o, Operand::List(_))).collect();
+        let mut touches_memory = false;
+        let mut lists = Vec::with_capacity(ops.len());
         // Arguments of a copy that are members of types not known (see
-        // `builtin_result`).
-        let buffers: Vec<usize> = ops
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| copies && matches!(o, Operand::Place(Place::Mem(_, Type::Opaque(_)))))
-            .map(|(i, _)| i)
-            .collect();
-        let vals: Vec<Value> = ops
-            .into_iter()
-            .map(|o| match o {
-                Operand::Place(Place::Mem(p, Type::Opaque(t))) if copies => Value::Mem(p, Type::Opaque(t)),
+        // `builtin_result`): kept as memory, not read.
+        let mut buffers = Vec::new();
+        let mut vals = Vec::with_capacity(ops.len());
+        for (i, op) in ops.into_iter().enumerate() {
+            touches_memory |= super::call::reaches_memory(&op);
+            lists.push(matches!(op, Operand::List(_)));
+            vals.push(match op {
+                Operand::Place(Place::Mem(p, Type::Opaque(t))) if copies => {
+                    buffers.push(i);
+                    Value::Mem(p, Type::Opaque(t))
+                }
                 other => self.operand_value(other, node),
-            })
-            .collect();
+            });
+        }
         match self.builtin_result(last, &vals, &buffers, node) {
             Some(r) => Ok(r),
             None => Err(super::call::Unresolved {
