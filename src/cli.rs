@@ -161,6 +161,13 @@ pub struct Common {
     /// Kernels checked in parallel (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Make each solver with only the branches of its first-check strategy
+    /// that its query's theories can take: about 5% less CPU on ggml, but
+    /// Z3 counts less work and places its terms elsewhere, so a verdict at
+    /// the edge of the budget may come out otherwise (on ggml one alarm
+    /// becomes unknown). Reports stay the same from run to run.
+    #[arg(long)]
+    pub lean_solvers: bool,
 }
 
 /// The solver's limit for `check` and `explain`.
@@ -255,6 +262,7 @@ pub struct ExplainArgs {
 /// The driver's options from the common flags and the solver's limits;
 /// `Err` is a one-line message.
 pub fn options(common: &Common, limits: Limits) -> Result<crate::driver::Options, String> {
+    crate::obligation::smt::set_lean_solvers(common.lean_solvers);
     use crate::preprocess::{PpConfig, Target as PpTarget};
     if common.config != Config::Cuda {
         return Err(format!(

@@ -252,6 +252,47 @@ fn jobs_do_not_change_the_report() {
 }
 
 #[test]
+fn lean_solvers_reach_the_same_verdicts_on_the_participation_fixtures() {
+    // Each kernel's verdicts and alarm kinds; witnesses may differ (the
+    // search is not the same, see `obligation::smt::strategy`).
+    let run = |lean: bool| {
+        let mut args = vec!["check", "--format", "json", "fixtures/participation"];
+        if lean {
+            args.push("--lean-solvers");
+        }
+        let (_, stdout, _) = warpdrf(&args);
+        let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        v["kernels"]
+            .as_array()
+            .expect("kernels")
+            .iter()
+            .map(|k| {
+                let mut kinds: Vec<String> = k["alarms"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| a["kind"].to_string())
+                    .collect();
+                kinds.sort();
+                (
+                    k["kernel"].to_string(),
+                    k["memory"].to_string(),
+                    k["participation"].to_string(),
+                    kinds,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let (whole, lean) = std::thread::scope(|scope| {
+        let lean = scope.spawn(|| run(true));
+        (run(false), lean.join().expect("the lean run"))
+    });
+    assert!(whole.len() > 50, "the fixtures' kernels");
+    assert!(whole.iter().any(|k| k.2.contains("alarm")), "some alarm to compare");
+    assert_eq!(whole, lean);
+}
+
+#[test]
 fn timings_are_given_on_request() {
     let (_, stdout, v) = check_json(&["--timings", "fixtures/participation/shuffle_uniform.cu"]);
     assert!(v["kernels"][0]["time_ms"].is_u64(), "{stdout}");

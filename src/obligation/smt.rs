@@ -42,6 +42,9 @@ use crate::verdict::{ThreadWitness, Witness};
 mod normal;
 mod participation;
 mod radix;
+mod strategy;
+pub use strategy::set_lean as set_lean_solvers;
+use strategy::Theories;
 mod watchdog;
 pub use participation::Goal;
 
@@ -318,38 +321,6 @@ fn cpu_for(work: Work) -> Duration {
     )
 }
 
-/// The strategy of every new solver's first check (Z3's global
-/// `tactic.default_tactic`, set at the first [`configure`]): Z3 4.8.12's
-/// default strategy (`mk_default_tactic` and its preamble) for queries
-/// over integers, Booleans and functions, the branches for reals and
-/// floating point (which these queries never take) left to the SMT core.
-/// Z3 builds every branch's tactics for each new solver, before any
-/// check: with them all a solver costs about 11 ms to make and check
-/// once, with this 4.5 ms (`Solver::new`; measured on this project's
-/// machines), and the audit of ggml makes about 3,700 solvers. Its
-/// verdicts were the same on all 142 kernels; its CPU time 17% less.
-/// The bit-vector branches stay: some queries take them (soft_max_f32
-/// and rwkv_wkv_f32 lose their alarms without), and the propositional
-/// one, which the default takes first, too.
-const FIRST_CHECK_STRATEGY: &str = "(then simplify \
-     (cond (and is-propositional (not produce-proofs)) qffd \
-     (cond is-qfbv qfbv \
-     (cond is-qfaufbv qfaufbv \
-     (cond is-qflia qflia \
-     (cond is-qfauflia qfauflia \
-     (cond is-qflra smt \
-     (cond is-qfnra smt \
-     (cond is-qfnia qfnia \
-     (cond is-lira lira \
-     (cond is-nra smt \
-     (cond is-qffp smt \
-     (cond is-qffplra smt \
-     (then simplify propagate-values \
-           (using-params ctx-simplify :max_depth 30 :max_steps 5000000) \
-           (using-params simplify :pull_cheap_ite true :push_ite_arith false :local_ctx true \
-                                  :local_ctx_limit 10000000 :hoist_ite true) \
-           solve-eqs elim-uncnstr (using-params simplify :arith_lhs true) smt))))))))))))))";
-
 thread_local! {
     /// The solver of `Encoder::launch_consistent`, per thread (and context).
     static CONSISTENCY: std::cell::RefCell<Option<Solver>> = const { std::cell::RefCell::new(None) };
@@ -361,8 +332,6 @@ thread_local! {
 /// each check, though the audit's time hardly moved when it stopped: Z3
 /// reads much of it again at each check; see [`check_within`]).
 fn configure(solver: &Solver) {
-    static STRATEGY: std::sync::Once = std::sync::Once::new();
-    STRATEGY.call_once(|| z3::set_global_param("tactic.default_tactic", FIRST_CHECK_STRATEGY));
     let mut params = Params::new();
     params.set_u32("arith.solver", ARITH_SOLVER);
     solver.set_params(&params);
@@ -883,10 +852,25 @@ impl<'a> Encoder<'a> {
         self.ltid = [None, None];
     }
 
+    /// A new solver, its strategy not made yet (see [`Self::make_strategy`]).
     fn new_solver(&self) -> Solver {
         let solver = Solver::new();
         configure(&solver);
         solver
+    }
+
+    /// Makes `solver`'s strategy (see `strategy`) for a query of `asts`,
+    /// where its first assertion is due: Z3 made it there before (where it
+    /// makes its terms and frees its objects moves its search). Where the
+    /// query has abstractions, their exact (nonlinear) definitions may come
+    /// later.
+    fn make_strategy<'q>(&self, solver: &Solver, asts: impl IntoIterator<Item = &'q Bool>) {
+        strategy::make(solver, Theories::of(asts).with_nonlinear(self.abstracts()));
+    }
+
+    /// Whether the query has products or divisions standing for their values.
+    fn abstracts(&self) -> bool {
+        !self.products.is_empty() || !self.divisions.is_empty()
     }
 
     // ----- static intervals
@@ -2206,10 +2190,14 @@ impl<'a> Encoder<'a> {
     fn copy_without(&self, solver: &Solver, extra: &[Bool], dropped: &[Bool]) -> Solver {
         let dropped: HashSet<usize> = dropped.iter().map(ast_id).collect();
         let copy = self.new_solver();
-        for a in solver.get_assertions() {
-            if !dropped.contains(&ast_id(&a)) {
-                copy.assert(&a);
-            }
+        let kept: Vec<Bool> = solver
+            .get_assertions()
+            .into_iter()
+            .filter(|a| !dropped.contains(&ast_id(a)))
+            .collect();
+        self.make_strategy(&copy, kept.iter().chain(extra));
+        for a in &kept {
+            copy.assert(a);
         }
         for e in extra {
             copy.assert(e);
@@ -2635,9 +2623,12 @@ impl<'a> Encoder<'a> {
         let pinned = pins.len();
         let clock = self.clock;
         let debug = std::env::var("WARPDRF_DEBUG_SMT").is_ok();
+        let nonlinear = self.abstracts();
         in_fresh_context(move || {
             let side = self.new_solver();
-            side.from_string(text);
+            // The lines above, and the cases below, add only linear facts.
+            let theories = Theories::of_text(&text).with_nonlinear(nonlinear);
+            strategy::first_assertion(theories, || side.from_string(text));
             let c = |n: &String| Int::new_const(unquoted(n));
             let literals: Vec<Bool> = (0..pinned).map(|k| Bool::new_const(unquoted(&literal(k)))).collect();
             let wides: Vec<Bool> = (0..starting.len())
@@ -3562,7 +3553,8 @@ impl<'a> Encoder<'a> {
         // Products stay abstract here (an over-approximation): unsat is sure.
         let work = self.allowance;
         let check = |solver: &Solver| {
-            solver.push();
+            // The whole strategy, made at the first push as it always was.
+            strategy::first_assertion(Theories::ALL, || solver.push());
             for f in &facts {
                 solver.assert(f);
             }
@@ -3700,6 +3692,8 @@ impl<'a> Encoder<'a> {
         let solver = self.new_solver();
         facts.extend(self.product_lemmas());
         facts.append(&mut self.defs.clone());
+        // (The pins without wrap-around, made below, add no theory.)
+        self.make_strategy(&solver, facts.iter().chain([goal]));
         for f in &facts {
             solver.assert(f);
         }
@@ -3944,6 +3938,9 @@ impl<'a> Encoder<'a> {
             return false;
         }
         let solver = self.new_solver();
+        // The rest below: exact products, values of integers and Booleans,
+        // and the interval facts of the constants it declares.
+        self.make_strategy(&solver, facts.iter().chain([conflict]).chain(&self.defs));
         for f in facts {
             solver.assert(f);
         }
@@ -4258,45 +4255,4 @@ fn collect_params(t: &Term, out: &mut Vec<u32>, seen: &mut HashSet<u32>) {
         _ => None,
     };
     crate::ir::term::collect(t, &param, out, seen);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::FIRST_CHECK_STRATEGY;
-
-    /// Z3 falls back to its default strategy, silently, when the one set
-    /// does not parse or names no tactic: every solver would then cost its
-    /// full price again. So: balanced, and every name one Z3 knows.
-    #[test]
-    fn the_first_check_strategy_parses_and_names_known_tactics_and_probes() {
-        let mut depth = 0i32;
-        for c in FIRST_CHECK_STRATEGY.chars() {
-            depth += match c {
-                '(' => 1,
-                ')' => -1,
-                _ => 0,
-            };
-            assert!(depth >= 0, "a ')' closes nothing");
-        }
-        assert_eq!(depth, 0, "unbalanced parentheses");
-        let tactics: Vec<String> = z3::Tactic::list_all().into_iter().filter_map(Result::ok).collect();
-        let probes: Vec<String> = z3::Probe::list_all().into_iter().filter_map(Result::ok).collect();
-        let combinators = ["then", "cond", "using-params", "and", "not"];
-        let words = FIRST_CHECK_STRATEGY
-            .split(|c: char| c == '(' || c == ')' || c.is_whitespace())
-            .filter(|w| {
-                !w.is_empty() && !w.starts_with(':') && w.parse::<u64>().is_err() && *w != "true" && *w != "false"
-            });
-        let mut checked = 0;
-        for w in words {
-            assert!(
-                combinators.contains(&w) || tactics.iter().any(|t| t == w) || probes.iter().any(|p| p == w),
-                "{w} is no tactic or probe of this Z3"
-            );
-            checked += 1;
-        }
-        assert!(checked > 20, "the strategy names its tactics");
-        // A name that is not one is refused (the check can fail).
-        assert!(!tactics.iter().any(|t| t == "qflia-typo"));
-    }
 }
