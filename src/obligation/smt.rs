@@ -865,7 +865,7 @@ impl<'a> Encoder<'a> {
     /// query has abstractions, their exact (nonlinear) definitions may come
     /// later.
     fn make_strategy<'q>(&self, solver: &Solver, asts: impl IntoIterator<Item = &'q Bool>) {
-        strategy::make(solver, Theories::of(asts).with_nonlinear(self.abstracts()));
+        strategy::make(solver, || Theories::of(asts).with_nonlinear(self.abstracts()));
     }
 
     /// Whether the query has products or divisions standing for their values.
@@ -2627,8 +2627,8 @@ impl<'a> Encoder<'a> {
         in_fresh_context(move || {
             let side = self.new_solver();
             // The lines above, and the cases below, add only linear facts.
-            let theories = Theories::of_text(&text).with_nonlinear(nonlinear);
-            strategy::first_assertion(theories, || side.from_string(text));
+            let theories = || Theories::of_text(&text).with_nonlinear(nonlinear);
+            strategy::first_assertion(theories, || side.from_string(text.as_str()));
             let c = |n: &String| Int::new_const(unquoted(n));
             let literals: Vec<Bool> = (0..pinned).map(|k| Bool::new_const(unquoted(&literal(k)))).collect();
             let wides: Vec<Bool> = (0..starting.len())
@@ -3554,7 +3554,7 @@ impl<'a> Encoder<'a> {
         let work = self.allowance;
         let check = |solver: &Solver| {
             // The whole strategy, made at the first push as it always was.
-            strategy::first_assertion(Theories::ALL, || solver.push());
+            strategy::first_assertion(|| Theories::ALL, || solver.push());
             for f in &facts {
                 solver.assert(f);
             }

@@ -363,10 +363,11 @@ static SET: Mutex<Option<Theories>> = Mutex::new(None);
 
 /// Runs `first`, which makes a solver's strategy (its first assertion,
 /// push or check), with the strategy for `theories` where solvers are lean
-/// (see [`LEAN`]), else with the whole one.
-pub(super) fn first_assertion<R>(theories: Theories, first: impl FnOnce() -> R) -> R {
+/// (see [`LEAN`]), else with the whole one
+/// (`theories` is read only then.)
+pub(super) fn first_assertion<R>(theories: impl FnOnce() -> Theories, first: impl FnOnce() -> R) -> R {
     let lean = LEAN.load(Ordering::Relaxed);
-    with_strategy(if lean { theories } else { Theories::ALL }, first)
+    with_strategy(if lean { theories() } else { Theories::ALL }, first)
 }
 
 /// Runs `first` with the strategy for `theories`.
@@ -383,7 +384,7 @@ fn with_strategy<R>(theories: Theories, first: impl FnOnce() -> R) -> R {
 /// `theories` now. (Printing the solver makes it; reading its assertions
 /// would too, but would also make and free Z3 objects, which moves where
 /// Z3 puts its next terms.)
-pub(super) fn make(solver: &Solver, theories: Theories) {
+pub(super) fn make(solver: &Solver, theories: impl FnOnce() -> Theories) {
     first_assertion(theories, || solver.to_string());
 }
 
