@@ -8,10 +8,9 @@
 use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use tree_sitter::{Language, Node, ParseOptions, ParseState, Parser, Query, Tree};
+use tree_sitter::{Language, Node, ParseOptions, ParseState, Parser, Tree};
 
 use crate::preprocess::Fragment;
 use crate::source::Span;
@@ -85,33 +84,13 @@ pub fn span(fragment: &Fragment, node: Node) -> Span {
     }
 }
 
-/// Queries from `grammar/`, compiled once.
-pub struct Queries {
-    pub kernels: Query,
-    pub launches: Query,
-}
-
-pub fn queries() -> &'static Queries {
-    static QUERIES: OnceLock<Queries> = OnceLock::new();
-    QUERIES.get_or_init(|| {
-        let lang = language();
-        let compile = |name: &str, source: &str| {
-            Query::new(&lang, source).unwrap_or_else(|e| panic!("grammar/{name} does not compile: {e}"))
-        };
-        Queries {
-            kernels: compile("kernels.scm", include_str!("../../grammar/kernels.scm")),
-            launches: compile("launches.scm", include_str!("../../grammar/launches.scm")),
-        }
-    })
-}
-
 /// Named children of a node, in order, comments left out: a comment may
 /// stand anywhere (`k<<<g, b>>>(x, /*stride=*/ 0, n)`), and counted among
 /// a call's arguments it would shift every argument after it.
 pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
+        .filter(|c| c.kind_name() != "comment")
         .collect()
 }
 
@@ -166,53 +145,5 @@ impl<'t> NodeExt<'t> for Node<'t> {
                 .or_insert_with(|| language().field_id_for_name(name))
         })?;
         self.child_by_field_id(id.get())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::preprocess::{PpConfig, Session};
-    use crate::source::SourceDb;
-    use tree_sitter::StreamingIterator;
-
-    #[test]
-    fn queries_compile_and_find_kernels_and_launches() {
-        let mut db = SourceDb::new();
-        let src = "template <int N> __global__ void a(float *x) {}\n\
-                   __launch_bounds__(64) static __global__ void b() {}\n\
-                   __device__ void c() {}\n\
-                   void host() { a<4><<<1, 32>>>(nullptr); b<<<dim3(1), 64, 0, 0>>>(); }\n";
-        let root = db.add_text("q.cu", src);
-        let unit = Session::new(PpConfig::default()).preprocess(&mut db, root);
-        let frag = &unit.fragments[0];
-        let t = tree(frag);
-        let q = queries();
-        let mut cursor = tree_sitter::QueryCursor::new();
-        let mut kernels = Vec::new();
-        let mut matches = cursor.matches(&q.kernels, t.root_node(), frag.text.as_bytes());
-        while let Some(m) = matches.next() {
-            for c in m
-                .captures()
-                .iter()
-                .filter(|c| q.kernels.capture_names()[c.index as usize] == "declarator")
-            {
-                kernels.push(text(frag, c.node).split('(').next().unwrap().to_string());
-            }
-        }
-        assert_eq!(kernels, ["a", "b"]);
-        let mut cursor = tree_sitter::QueryCursor::new();
-        let mut launched = Vec::new();
-        let mut matches = cursor.matches(&q.launches, t.root_node(), frag.text.as_bytes());
-        while let Some(m) = matches.next() {
-            for c in m
-                .captures()
-                .iter()
-                .filter(|c| q.launches.capture_names()[c.index as usize] == "kernel")
-            {
-                launched.push(text(frag, c.node).to_string());
-            }
-        }
-        assert_eq!(launched, ["a<4>", "b"]);
     }
 }
