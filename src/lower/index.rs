@@ -767,22 +767,12 @@ fn header_mentions_global(frag: &Fragment, function: Node) -> bool {
         .is_some_and(|h| h.contains("__global__"))
 }
 
-/// Whether a function definition is a kernel: `__global__` among its own
-/// specifiers, directly or in a type qualifier, before its declarator (not
-/// inside its body). Read from the node's children: the query that said
-/// the same (`(function_definition "__global__" declarator: (_))`) cost
-/// tree-sitter 0.1 s to compile in every process.
+/// Whether a function definition is a kernel: marked `__global__` among its
+/// own specifiers ([`is_global`]: not inside its body), with a declarator.
+/// (A tree-sitter query said the same, and cost tree-sitter 0.1 s to
+/// compile in every process.)
 fn is_kernel(function: Node) -> bool {
-    if function.field("declarator").is_none() {
-        return false;
-    }
-    let mut cursor = function.walk();
-    let found = function.children(&mut cursor).any(|c| match c.kind_name() {
-        "__global__" => true,
-        "type_qualifier" => syntax::has_token(c, "__global__"),
-        _ => false,
-    });
-    found
+    function.field("declarator").is_some() && is_global(function)
 }
 
 /// Collapses runs of white space to one space (for showing code in reports).

@@ -101,10 +101,11 @@ pub fn children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
 }
 
 /// Whether an unnamed child token with this spelling exists (`__global__`, `constexpr`…).
+/// (By index, without a cursor: it is asked of nodes with few children, the
+/// keywords of an `if` or a declaration, millions of times, and a cursor
+/// is an allocation.)
 pub fn has_token(node: Node, kind: &str) -> bool {
-    let mut cursor = node.walk();
-    let found = node.children(&mut cursor).any(|c| c.kind_name() == kind);
-    found
+    (0..node.child_count()).any(|i| node.child(i).is_some_and(|c| c.kind_name() == kind))
 }
 
 /// Field access by name with the field id looked up once per name: tree-sitter's
