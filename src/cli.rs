@@ -262,8 +262,9 @@ pub struct ExplainArgs {
 /// The driver's options from the common flags and the solver's limits;
 /// `Err` is a one-line message.
 pub fn options(common: &Common, limits: Limits) -> Result<crate::driver::Options, String> {
-    crate::obligation::smt::set_lean_solvers(common.lean_solvers);
     use crate::preprocess::{PpConfig, Target as PpTarget};
+    // Process-wide: Z3's strategy parameter is global.
+    crate::obligation::smt::set_lean_solvers(common.lean_solvers);
     if common.config != Config::Cuda {
         return Err(format!(
             "--config {} is not implemented yet; only --config cuda (full-warp participation) is",

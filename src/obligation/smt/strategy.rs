@@ -3,7 +3,7 @@
 //!
 //! Z3 builds the whole first-check strategy (every logic's branch) for each
 //! new solver, and resets every branch after the solver's first check:
-//! with all of [`FIRST_CHECK_STRATEGY`]'s branches a solver costs about
+//! with all of the whole strategy's branches ([`Theories::ALL`]) a solver costs about
 //! 2.7 ms to make and check once, with those a query of integers and
 //! uninterpreted functions can take 1.5 ms (this project's machines; the
 //! audit of ggml makes about 2,450 solvers: 5% of its CPU). A branch is
@@ -68,7 +68,7 @@ const ARRAYS: std::ops::RangeInclusive<u32> = 0x300..=0x3ff;
 /// Bit-vectors (`int2bv` and `bv2int` among them).
 const BIT_VECTORS: std::ops::RangeInclusive<u32> = 0x400..=0x4ff;
 
-/// What a query holds, as far as the probes of [`FIRST_CHECK_STRATEGY`]
+/// What a query holds, as far as the probes of the first-check strategy
 /// tell its branches apart. Each is "may hold": more is always safe (the
 /// branch is kept).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
@@ -92,7 +92,17 @@ pub(super) struct Theories {
 }
 
 impl Theories {
-    /// Every branch: the strategy as it always was.
+    /// Every branch: the strategy as it always was. Z3 4.8.12's default
+    /// strategy (`mk_default_tactic` and its preamble) for queries over
+    /// integers, Booleans and functions, the branches for reals and
+    /// floating point (which these queries never take) left to the SMT
+    /// core. With all of Z3's default branches a solver costs about 11 ms
+    /// to make and check once, with this 4.5 ms (`Solver::new`; measured on
+    /// this project's machines), and the audit of ggml makes about 3,700
+    /// solvers. Its verdicts were the same on all 142 kernels; its CPU time
+    /// 17% less. The bit-vector branches stay: some queries take them
+    /// (soft_max_f32 and rwkv_wkv_f32 lose their alarms without), and the
+    /// propositional one, which the default takes first, too.
     pub(super) const ALL: Theories = Theories {
         bit_vectors: true,
         arrays: true,
@@ -112,7 +122,7 @@ impl Theories {
         self
     }
 
-    pub(super) fn union(self, o: Theories) -> Theories {
+    fn union(self, o: Theories) -> Theories {
         Theories {
             bit_vectors: self.bit_vectors | o.bit_vectors,
             arrays: self.arrays | o.arrays,
@@ -191,11 +201,9 @@ impl Theories {
         t
     }
 
-    /// The first-check strategy with the branches these theories can take.
+    /// The first-check strategy with the branches these theories can take
+    /// (with `other`, every branch: [`Theories::ALL`]'s is the whole one).
     pub(super) fn strategy(self) -> String {
-        if self.other {
-            return FIRST_CHECK_STRATEGY.to_string();
-        }
         let t = self;
         // In the whole strategy's order: (kept, probe, tactic).
         let branches = [
@@ -213,6 +221,8 @@ impl Theories {
             (t.nonlinear, "is-qfnia", "qfnia"),
             (t.divisions || t.reals, "is-lira", "lira"),
             (t.reals, "is-nra", "smt"),
+            (t.other, "is-qffp", "smt"),
+            (t.other, "is-qffplra", "smt"),
         ];
         let kept: Vec<_> = branches.iter().filter(|b| b.0).collect();
         let mut s = String::from("(then simplify ");
@@ -363,8 +373,7 @@ static SET: Mutex<Option<Theories>> = Mutex::new(None);
 
 /// Runs `first`, which makes a solver's strategy (its first assertion,
 /// push or check), with the strategy for `theories` where solvers are lean
-/// (see [`LEAN`]), else with the whole one
-/// (`theories` is read only then.)
+/// (see [`LEAN`]; `theories` is read only then), else with the whole one.
 pub(super) fn first_assertion<R>(theories: impl FnOnce() -> Theories, first: impl FnOnce() -> R) -> R {
     let lean = LEAN.load(Ordering::Relaxed);
     with_strategy(if lean { theories() } else { Theories::ALL }, first)
@@ -388,37 +397,8 @@ pub(super) fn make(solver: &Solver, theories: impl FnOnce() -> Theories) {
     first_assertion(theories, || solver.to_string());
 }
 
-/// Z3 4.8.12's default strategy (`mk_default_tactic` and its preamble) for
-/// queries over integers, Booleans and functions, the branches for reals
-/// and floating point (which these queries never take) left to the SMT
-/// core. With all of Z3's default branches a solver costs about 11 ms to
-/// make and check once, with this 4.5 ms (`Solver::new`; measured on this
-/// project's machines), and the audit of ggml makes about 3,700 solvers.
-/// Its verdicts were the same on all 142 kernels; its CPU time 17% less.
-/// The bit-vector branches stay: some queries take them (soft_max_f32 and
-/// rwkv_wkv_f32 lose their alarms without), and the propositional one,
-/// which the default takes first, too.
-pub(super) const FIRST_CHECK_STRATEGY: &str = "(then simplify \
-     (cond (and is-propositional (not produce-proofs)) qffd \
-     (cond is-qfbv qfbv \
-     (cond is-qfaufbv qfaufbv \
-     (cond is-qflia qflia \
-     (cond is-qfauflia qfauflia \
-     (cond is-qflra smt \
-     (cond is-qfnra smt \
-     (cond is-qfnia qfnia \
-     (cond is-lira lira \
-     (cond is-nra smt \
-     (cond is-qffp smt \
-     (cond is-qffplra smt \
-     (then simplify propagate-values \
-           (using-params ctx-simplify :max_depth 30 :max_steps 5000000) \
-           (using-params simplify :pull_cheap_ite true :push_ite_arith false :local_ctx true \
-                                  :local_ctx_limit 10000000 :hoist_ite true) \
-           solve-eqs elim-uncnstr (using-params simplify :arith_lhs true) smt))))))))))))))";
-
-/// The last branch of [`FIRST_CHECK_STRATEGY`], taken by what no probe
-/// claims (integers with uninterpreted functions and divisions, say).
+/// The strategy's last branch, taken by what no probe claims (integers with
+/// uninterpreted functions and divisions, say).
 const FALLBACK: &str = "(then simplify propagate-values \
      (using-params ctx-simplify :max_depth 30 :max_steps 5000000) \
      (using-params simplify :pull_cheap_ite true :push_ite_arith false :local_ctx true \
@@ -508,7 +488,7 @@ mod tests {
 
     #[test]
     fn the_whole_first_check_strategy_parses_and_names_known_tactics_and_probes() {
-        assert_parses(FIRST_CHECK_STRATEGY);
+        assert_parses(&Theories::ALL.strategy());
     }
 
     #[test]
@@ -539,7 +519,27 @@ mod tests {
 
     #[test]
     fn anything_else_is_the_whole_strategy() {
-        assert_eq!(Theories::ALL.strategy(), FIRST_CHECK_STRATEGY);
+        // Every branch, in Z3's order.
+        let whole = Theories::ALL.strategy();
+        let probes = [
+            "is-propositional",
+            "is-qfbv",
+            "is-qfaufbv",
+            "is-qflia",
+            "is-qfauflia",
+            "is-qflra",
+            "is-qfnra",
+            "is-qfnia",
+            "is-lira",
+            "is-nra",
+            "is-qffp",
+            "is-qffplra",
+        ];
+        let at: Vec<usize> = probes
+            .iter()
+            .map(|p| whole.find(&format!("{p} ")).unwrap_or_else(|| panic!("{p} in {whole}")))
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{whole}");
         let bits = z3::ast::BV::new_const("b", 8);
         let quantified = z3::ast::forall_const(&[&x()], &[], &x().ge(Int::from_i64(0)));
         assert!(Theories::of(&[quantified]).other);
