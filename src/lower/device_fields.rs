@@ -47,7 +47,9 @@ fn property_fields<'a>(
     }
     let mut candidates: Vec<String> = Vec::new();
     for text in texts.clone().into_iter().filter(|t| t.contains(trigger)) {
-        let Some(tree) = parser.parse(text, None) else { continue };
+        let Some(tree) = crate::syntax::parse(&mut parser, text) else {
+            continue;
+        };
         for (field, rhs, op) in field_writes(text, tree.root_node()) {
             if op == "=" && stores(text, rhs) && !candidates.contains(&field) {
                 candidates.push(field);
@@ -59,7 +61,9 @@ fn property_fields<'a>(
         if !candidates.iter().any(|c| may_write_member(text, c)) {
             continue;
         }
-        let Some(tree) = parser.parse(text, None) else { continue };
+        let Some(tree) = crate::syntax::parse(&mut parser, text) else {
+            continue;
+        };
         for (field, rhs, op) in field_writes(text, tree.root_node()) {
             if op != "=" || !stores(text, rhs) {
                 kept.retain(|k| *k != field);

@@ -299,7 +299,7 @@ pub struct Fragment {
     pub text: String,
     pub map: SourceMap,
     /// The syntax tree, parsed on first use by `syntax::tree`.
-    pub tree: OnceLock<tree_sitter::Tree>,
+    pub tree: OnceLock<crate::syntax::SyntaxTree>,
     /// Parsing took longer than its budget: the tree is empty.
     pub parse_timed_out: std::sync::atomic::AtomicBool,
 }
