@@ -105,7 +105,10 @@ pub fn tree(fragment: &Fragment) -> &Tree {
 /// field lookups at 370 instructions each were a fifth of the front
 /// end. Keyed by a node's subtree and tree addresses; emptied when any
 /// tree is dropped (the only way an address can come to mean another
-/// node), so every node it hands out belongs to a live tree.
+/// node), so every node it hands out belongs to a live tree. That needs
+/// every tree whose nodes reach [`NodeExt::field`] or [`named_children`]
+/// to be a [`SyntaxTree`] (made by [`tree`] or [`parse`]): a tree made and
+/// dropped elsewhere would not empty the memo.
 #[derive(Default)]
 struct Nav {
     epoch: u64,
