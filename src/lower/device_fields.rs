@@ -18,9 +18,9 @@
 //! the device that runs the code is of the architecture it is checked for.
 
 use crate::syntax::NodeExt;
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
-use crate::syntax::{language, named_children};
+use crate::syntax::named_children;
 
 /// The fields whose every assignment in `texts` stores the warp size.
 pub fn warp_size_fields<'a>(texts: impl IntoIterator<Item = &'a str> + Clone, warp_size: u32) -> Vec<String> {
@@ -41,13 +41,9 @@ fn property_fields<'a>(
     trigger: &str,
     stores: impl Fn(&str, Node) -> bool,
 ) -> Vec<String> {
-    let mut parser = Parser::new();
-    if parser.set_language(&language()).is_err() {
-        return Vec::new();
-    }
     let mut candidates: Vec<String> = Vec::new();
     for text in texts.clone().into_iter().filter(|t| t.contains(trigger)) {
-        let Some(tree) = crate::syntax::parse(&mut parser, text) else {
+        let Some(tree) = crate::syntax::parse(text) else {
             continue;
         };
         for (field, rhs, op) in field_writes(text, tree.root_node()) {
@@ -61,7 +57,7 @@ fn property_fields<'a>(
         if !candidates.iter().any(|c| may_write_member(text, c)) {
             continue;
         }
-        let Some(tree) = crate::syntax::parse(&mut parser, text) else {
+        let Some(tree) = crate::syntax::parse(text) else {
             continue;
         };
         for (field, rhs, op) in field_writes(text, tree.root_node()) {

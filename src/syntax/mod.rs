@@ -56,9 +56,10 @@ impl std::ops::Deref for SyntaxTree {
     }
 }
 
-/// `text` parsed by `parser` (with no time budget: for short texts).
-pub fn parse(parser: &mut Parser, text: &str) -> Option<SyntaxTree> {
-    parser.parse(text, None).map(SyntaxTree)
+/// `text` parsed by this thread's parser (with no time budget: for short
+/// texts).
+pub fn parse(text: &str) -> Option<SyntaxTree> {
+    PARSER.with(|p| p.borrow_mut().parse(text, None)).map(SyntaxTree)
 }
 
 /// The syntax tree of a fragment (parsed on first use). A fragment that
@@ -260,7 +261,7 @@ fn field_id(name: &'static str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::{named_children, parse, NodeExt};
-    use tree_sitter::{Node, Parser};
+    use tree_sitter::Node;
 
     /// Every node under `node`, by a walk of tree-sitter's own.
     fn all(node: Node) -> Vec<Node> {
@@ -284,11 +285,9 @@ mod tests {
             "__global__ void k(int *p) { for (int i = 0; i < 4; ++i) { p[i] = i; } }",
             "int f(int a, int b) { while (a) { a = a - b; } return a; }",
         ];
-        let mut parser = Parser::new();
-        parser.set_language(&super::language()).expect("the grammar loads");
         for round in 0..3 {
             for text in texts {
-                let tree = parse(&mut parser, text).expect("parsed");
+                let tree = parse(text).expect("parsed");
                 for n in all(tree.root_node()) {
                     for field in [
                         "body",
