@@ -1705,6 +1705,51 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     if options.settle && memory == Verdict::Unknown {
         memory_budget = unpassable;
     }
+    // Leads first (`obligation::probe`): each job's concrete runs, and the
+    // solver on the accesses they left unordered, before any job's rounds:
+    // an alarm in the last instantiation then costs little more than one
+    // in the first. Only where the first alarm settles the condition.
+    if options.settle && memory != Verdict::Alarm {
+        let mut steps = crate::obligation::probe::KERNEL_STEPS;
+        let mut failed = 0;
+        for i in 0..jobs.len() {
+            if exhausted(memory_budget) || steps == 0 || failed >= LEADS_FAILED {
+                break;
+            }
+            let k = &e.kernels[jobs[i].instantiation];
+            let t0 = std::time::Instant::now();
+            let leads = crate::obligation::probe::leads(
+                k,
+                &jobs[i].facts,
+                &jobs[i].mopts.shape,
+                options.lower.warp_size,
+                &mut steps,
+            );
+            crate::profile::record("probe", t0.elapsed(), 0);
+            if leads.is_empty() {
+                continue;
+            }
+            let built = model_of(i, &mut jobs, &mut models, &mut assumptions);
+            let mut mopts = jobs[i].mopts.clone();
+            mopts.budget = memory_budget.saturating_sub(spent());
+            mopts.deadline = Some(deadline);
+            mopts.leads = leads;
+            let _s = crate::profile::stage("memory");
+            let result =
+                crate::obligation::check_memory_rounds(k, &built.model, &mopts, crate::obligation::Rounds::Leads);
+            if debugging_jobs() {
+                eprintln!("leads of job {i}: {:?}", result.verdict);
+            }
+            failed += result.stats.solved - result.stats.sat;
+            if result.verdict == Verdict::Alarm {
+                memory = Verdict::Alarm;
+                alarms.extend(result.alarms);
+                extend_new(&mut unknowns, result.unknowns);
+                extend_new(&mut assumptions, result.assumptions);
+                break;
+            }
+        }
+    }
     {
         // Each round of every job, then the next round of those that left
         // obligations undecided (see `obligation::Rounds`).
@@ -1910,6 +1955,10 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
         discharged,
     }
 }
+
+/// Leads a kernel's solver may fail to confirm before it tries no more:
+/// a run that leads it astray once does so at other instantiations too.
+const LEADS_FAILED: usize = 4;
 
 /// Whether `WARPDRF_DEBUG_JOBS` asks for each instantiation checked.
 fn debugging_jobs() -> bool {

@@ -74,7 +74,11 @@ pub fn record(leaf: &str, took: Duration, work: u64) {
     let kernel = KERNEL.with(|k| k.borrow().clone());
     if !kernel.is_empty()
         && path.starts_with("kernel/")
-        && (leaf.starts_with("check") || leaf.starts_with("obligation") || leaf.starts_with("degenerate"))
+        && (leaf.starts_with("check")
+            || leaf.starts_with("obligation")
+            || leaf.starts_with("degenerate")
+            || leaf.starts_with("lead")
+            || leaf.starts_with("probe"))
     {
         add(&BY_KERNEL, format!("{kernel} {}", &path["kernel/".len()..]), took, work);
     }

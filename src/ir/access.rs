@@ -182,6 +182,8 @@ pub struct AccessRecord {
     /// An asynchronous copy landing after its thread returned
     /// (`ir::Access::lingering`): its phases are any from the return's on.
     pub lingering: bool,
+    /// Part of a library exchange (`ir::Access::exchange`).
+    pub exchange: bool,
     /// The loop counters around it, outermost first.
     pub loops: Vec<SymbolId>,
     pub span: Span,

@@ -179,8 +179,8 @@ impl Canon<'_> {
             let t = [&r.offset, &r.width, &r.pc, &r.phase.block, &r.phase.warp, &r.phase.grid].map(|t| self.term(t));
             let _ = writeln!(
                 self.out,
-                "record {:?} {:?} {t:?} {} {:?} {:?} {:?}",
-                r.object, r.kind, r.collective, r.loops, r.span, r.site
+                "record {:?} {:?} {t:?} {} {} {:?} {:?} {:?}",
+                r.object, r.kind, r.collective, r.exchange, r.loops, r.span, r.site
             );
         }
         for s in &m.syncs {

@@ -154,7 +154,7 @@ fn int_of(e: &Expr) -> Option<i128> {
     }
 }
 
-fn fold_int(op: BinOp, ty: ScalarTy, x: i128, y: i128) -> Option<Expr> {
+pub(crate) fn fold_int(op: BinOp, ty: ScalarTy, x: i128, y: i128) -> Option<Expr> {
     let signed = matches!(ty, ScalarTy::Int { signed: true, .. });
     let bits = match ty {
         ScalarTy::Int { bits, .. } => bits as i128,

@@ -453,6 +453,11 @@ pub struct Access {
     /// the kernel (`lower::async_copy`): it lands at any later point of the
     /// others' execution, so its phases are any at or past those here.
     pub lingering: bool,
+    /// A library exchange through temp storage (CUB's `*_WARP_TRANSPOSE`):
+    /// each warp has its own share of the storage, so the statement's
+    /// accesses by different threads never meet one another (they do meet
+    /// every other access to the storage).
+    pub exchange: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -737,6 +737,7 @@ impl<'u> Lowerer<'u> {
                 collective: false,
                 asynchronous: false,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );
@@ -770,6 +771,7 @@ impl<'u> Lowerer<'u> {
                                 collective: false,
                                 asynchronous: false,
                                 lingering: false,
+                                exchange: false,
                             }),
                             span,
                         );
@@ -792,6 +794,7 @@ impl<'u> Lowerer<'u> {
                         collective: false,
                         asynchronous: false,
                         lingering: false,
+                        exchange: false,
                     }),
                     span,
                 );
@@ -1166,6 +1169,7 @@ impl<'u> Lowerer<'u> {
                 collective: true,
                 asynchronous: false,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );
@@ -1191,6 +1195,7 @@ impl<'u> Lowerer<'u> {
                 collective: true,
                 asynchronous: false,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );
@@ -1281,6 +1286,7 @@ impl<'u> Lowerer<'u> {
                     collective: false,
                     asynchronous: false,
                     lingering: false,
+                    exchange: false,
                 }),
                 span,
             );
@@ -1298,6 +1304,8 @@ impl<'u> Lowerer<'u> {
             };
             let width = self.size_expr(&temp.pointee);
             let temp_object = temp.object.expect("checked");
+            // Each warp exchanges through its own share of the storage.
+            let warp_exchange = algorithm.contains("WARP_TRANSPOSE");
             self.emit(
                 StmtKind::Access(Access {
                     object: temp_object,
@@ -1310,10 +1318,11 @@ impl<'u> Lowerer<'u> {
                     collective: true,
                     asynchronous: false,
                     lingering: false,
+                    exchange: warp_exchange,
                 }),
                 span,
             );
-            if algorithm.contains("WARP_TRANSPOSE") {
+            if warp_exchange {
                 self.primitive(
                     PrimKind::SyncWarp,
                     Some(Expr::int(0xffff_ffff, U32)),
@@ -1346,6 +1355,7 @@ impl<'u> Lowerer<'u> {
                     collective: true,
                     asynchronous: false,
                     lingering: false,
+                    exchange: warp_exchange,
                 }),
                 span,
             );
@@ -1453,6 +1463,7 @@ impl<'u> Lowerer<'u> {
                 collective: true,
                 asynchronous: false,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );
@@ -1570,6 +1581,7 @@ impl<'u> Lowerer<'u> {
                             collective: true,
                             asynchronous: false,
                             lingering: false,
+                            exchange: false,
                         }),
                         span,
                     );
@@ -1676,6 +1688,7 @@ impl<'u> Lowerer<'u> {
                 collective: false,
                 asynchronous: true,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );
@@ -1691,6 +1704,7 @@ impl<'u> Lowerer<'u> {
                 collective: false,
                 asynchronous: true,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );

@@ -1890,6 +1890,7 @@ impl<'u> Lowerer<'u> {
                         collective: false,
                         asynchronous: false,
                         lingering: false,
+                        exchange: false,
                     }),
                     span,
                 );
@@ -2139,6 +2140,7 @@ impl<'u> Lowerer<'u> {
                         collective: false,
                         asynchronous: false,
                         lingering: false,
+                        exchange: false,
                     }),
                     span,
                 );
@@ -2171,6 +2173,7 @@ impl<'u> Lowerer<'u> {
                 collective: false,
                 asynchronous: false,
                 lingering: false,
+                exchange: false,
             }),
             span,
         );

@@ -9,6 +9,7 @@
 //! global memory, for two threads of different blocks (same grid phase).
 
 pub mod participation;
+pub mod probe;
 pub mod smt;
 
 use crate::hash::{HashMap, HashSet};
@@ -43,7 +44,14 @@ pub struct MemoryOptions {
     /// or shapes) left for the next round: with `settle`, they count
     /// towards [`MemoryResult::out_of_reach`].
     pub undecided_before: usize,
+    /// Accesses a concrete run left unordered (`probe`), tried before the
+    /// rounds with the run's values pinned.
+    pub leads: Vec<probe::Lead>,
 }
+
+/// The work a lead's pinned query gets: linear once pinned, it is decided
+/// in a few thousand units or not soon.
+const LEAD_WORK: smt::Work = 40 * smt::WORK_PER_MS;
 
 /// The first round gives each obligation this fraction of its work.
 pub(crate) const FIRST_ROUND_SHARE: smt::Work = 8;
@@ -94,6 +102,7 @@ impl Default for MemoryOptions {
             deadline: None,
             settle: false,
             undecided_before: 0,
+            leads: Vec::new(),
         }
     }
 }
@@ -153,6 +162,9 @@ pub enum Rounds {
     /// Round `n` only (from 0), of every obligation when `n` is 0, else of
     /// these (what the round before left undecided).
     One(usize, Vec<Obligation>),
+    /// The leads of [`MemoryOptions::leads`] only: every obligation is
+    /// left undecided but those an alarm decides.
+    Leads,
 }
 
 /// A linear form `c + Σ coeff·leaf` of a phase term: its leaves sorted by
@@ -394,6 +406,7 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     let (plan, later) = match rounds {
         Rounds::All => (0..ROUND_SHARES.len(), None),
         Rounds::One(0, _) => (0..1, None),
+        Rounds::Leads => (0..0, None),
         Rounds::One(n, todo) => (n..n + 1, Some(todo)),
     };
     // The obligations, in order: (record, record, shared memory).
@@ -424,11 +437,20 @@ fn check_memory_here(kernel: &Kernel, model: &AccessModel, options: &MemoryOptio
     }
     if let Some(todo) = later {
         pairs = todo;
+    } else if !options.leads.is_empty() {
+        run.follow_leads(&mut encoder, &pairs, started, &mut stats);
+    }
+    let mut skipped = 0;
+    if options.settle && !run.alarms.is_empty() {
+        skipped = pairs
+            .iter()
+            .filter(|&&(i, j, _)| !run.alarmed.contains(&run.key(i, j)))
+            .count();
+        pairs.clear();
     }
     // The rounds of `plan` (see `ROUND_SHARES`): every obligation first
     // with a slice of its work, then the undecided ones with all of it.
     // With `settle`, the first alarm (the verdict) ends the check.
-    let mut skipped = 0;
     let last = ROUND_SHARES.len() - 1;
     let ends = plan.end == ROUND_SHARES.len();
     'rounds: for round in plan {
@@ -690,6 +712,87 @@ impl Run<'_> {
         found
     }
 
+    /// Each lead of `options.leads` whose accesses are an obligation of
+    /// `pairs`, with its run's values pinned (see `probe`): an alarm where
+    /// the solver confirms it. With `settle`, the first ends the leads.
+    fn follow_leads(
+        &mut self,
+        encoder: &mut smt::Encoder,
+        pairs: &[Obligation],
+        started: smt::Work,
+        stats: &mut Stats,
+    ) {
+        let _s = crate::profile::stage("leads");
+        let mut by_access: HashMap<probe::AccessKey, Vec<usize>> = HashMap::default();
+        for (at, r) in self.model.records.iter().enumerate() {
+            let key = probe::AccessKey {
+                object: r.object,
+                kind: r.kind,
+                span: r.span,
+                site: r.site,
+            };
+            by_access.entry(key).or_default().push(at);
+        }
+        let listed: HashMap<(usize, usize), bool> = pairs.iter().map(|&(i, j, shared)| ((i, j), shared)).collect();
+        for lead in &self.options.leads {
+            let (Some(firsts), Some(seconds)) = (by_access.get(&lead.accesses[0]), by_access.get(&lead.accesses[1]))
+            else {
+                continue;
+            };
+            for (&a, &b) in firsts.iter().flat_map(|a| seconds.iter().map(move |b| (a, b))) {
+                if self.options.settle && !self.alarms.is_empty() || self.alarms.len() >= self.options.max_alarms {
+                    return;
+                }
+                let (i, j, values) = if a <= b {
+                    (a, b, lead.values.clone())
+                } else {
+                    (b, a, lead.swapped().values)
+                };
+                let Some(&shared) = listed.get(&(i, j)) else {
+                    continue;
+                };
+                if self.alarmed.contains(&self.key(i, j)) {
+                    continue;
+                }
+                let Some(work) = self.options.allowance(started) else {
+                    return;
+                };
+                let t0 = Instant::now();
+                let profiling = crate::profile::enabled();
+                let w0 = if profiling { smt::work_done() } else { 0 };
+                encoder.set_allowance(work.min(LEAD_WORK));
+                encoder.set_sliced(true);
+                let outcome = encoder.check_pair_at(i, j, shared, &values);
+                if profiling {
+                    let ended = if matches!(outcome, smt::Outcome::Sat { .. }) {
+                        "lead sat"
+                    } else {
+                        "lead unknown"
+                    };
+                    crate::profile::record(ended, t0.elapsed(), smt::work_done() - w0);
+                }
+                stats.solved += 1;
+                if let smt::Outcome::Sat {
+                    witness,
+                    input_dependent,
+                } = outcome
+                {
+                    stats.sat += 1;
+                    let space = self.kernel.objects[self.model.records[i].object.index()].space;
+                    self.alarm(
+                        smt::Found {
+                            first: i,
+                            second: j,
+                            witness: *witness,
+                            input_dependent,
+                        },
+                        space,
+                    );
+                }
+            }
+        }
+    }
+
     /// The pairs of `recs` that need the solver (cheap pruning first), appended to `out`.
     fn candidates(&self, recs: &[usize], shared: bool, out: &mut Vec<Obligation>, stats: &mut Stats) {
         let model = self.model;
@@ -699,6 +802,12 @@ impl Run<'_> {
                 if !(a.kind.writes() || b.kind.writes())
                     || matches!((a.kind, b.kind), (AccessKind::Atomic(_), AccessKind::Atomic(_)))
                 {
+                    continue;
+                }
+                // One library exchange's accesses by different threads never
+                // meet: each warp has its own share of the storage.
+                if a.exchange && b.exchange && (a.span, a.site) == (b.span, b.site) {
+                    stats.pruned += 1;
                     continue;
                 }
                 let differ = |at: usize| match (&self.phases[i][at], &self.phases[j][at]) {

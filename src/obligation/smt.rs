@@ -43,6 +43,7 @@ mod normal;
 mod participation;
 mod radix;
 mod strategy;
+use super::probe;
 pub use strategy::set_lean as set_lean_solvers;
 use strategy::Theories;
 mod watchdog;
@@ -717,6 +718,9 @@ pub struct Encoder<'a> {
     /// Values of the pinnable leaves (by name) in the abstract pass's model:
     /// the next pass (without wrap-around) tries them first, and uses them up.
     hints: Vec<(String, i128)>,
+    /// A concrete run's values for this obligation (`probe::Lead`, by
+    /// leaf name): `solve` tries them pinned, and nothing else.
+    lead: Option<Vec<(String, i128)>>,
     /// How often this obligation's degenerate parameters were tried (at
     /// most twice per obligation, not per pass: the passes ask the same of
     /// them; see [`Self::degenerate`]).
@@ -793,6 +797,7 @@ impl<'a> Encoder<'a> {
             divmods: Vec::new(),
             xors: Vec::new(),
             hints: Vec::new(),
+            lead: None,
             degenerate_tries: 0,
             degenerate_cores: Vec::new(),
             sliced: false,
@@ -1985,6 +1990,18 @@ impl<'a> Encoder<'a> {
         let started = Instant::now();
         let mut deadline = work_done() + self.allowance;
         self.clock = self.clock_for(self.allowance);
+        // A lead's values, pinned where the query has their leaves.
+        if let Some(values) = self.lead.clone() {
+            let pins: Vec<Bool> = values
+                .iter()
+                .filter(|(n, _)| self.declared.contains(n))
+                .map(|(n, v)| Int::new_const(n.as_str()).eq(int(*v)))
+                .collect();
+            return match self.pinned_to(solver, &pins, deadline) {
+                Some(m) => (SatResult::Sat, Some(m)),
+                None => (SatResult::Unknown, None),
+            };
+        }
         // Heuristic queries (pinned launch values) get a slice of the work.
         let slice = (self.allowance / 8).max(work_for_ms(250));
         // The abstract pass's launch and iteration values, tried first.
@@ -3584,6 +3601,37 @@ impl<'a> Encoder<'a> {
     /// threads compute a stride alike: the abstract pass).
     pub fn check_pair(&mut self, i: usize, j: usize, shared: bool) -> Outcome {
         self.in_passes(|this| this.check_pair_once(i, j, shared))
+    }
+
+    /// Whether a concrete run's values (`probe::Lead`: parameters, extents
+    /// and the two threads' indices, instance 0 making record `i`'s
+    /// access) extend to a witness of records `i` and `j`: one exact query
+    /// with them pinned. Anything but a witness is unknown: the values are
+    /// one run's, and prove nothing.
+    pub fn check_pair_at(&mut self, i: usize, j: usize, shared: bool, values: &[(probe::Leaf, i128)]) -> Outcome {
+        let named = values
+            .iter()
+            .filter_map(|&(leaf, v)| {
+                let name = match leaf {
+                    probe::Leaf::Param(p) => param_name(p),
+                    probe::Leaf::Sym(i) => format!("sym{i}"),
+                    probe::Leaf::Builtin(b, inst) => builtin_name(b, inst)?,
+                };
+                Some((name, v))
+            })
+            .collect();
+        self.hints.clear();
+        // No degenerate parameters: the lead's values are the try.
+        self.degenerate_tries = 2;
+        self.degenerate_cores.clear();
+        self.pass = Pass::Exact;
+        self.lead = Some(named);
+        let out = self.check_pair_once(i, j, shared);
+        self.lead = None;
+        match out {
+            Outcome::Unsat => Outcome::Unknown("the run's values give no witness".into()),
+            other => other,
+        }
     }
 
     /// Runs `once` in up to three passes: with hard operations abstracted

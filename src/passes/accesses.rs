@@ -553,6 +553,7 @@ impl<'k> Exec<'k> {
                 phase,
                 collective: a.collective,
                 lingering: a.lingering,
+                exchange: a.exchange,
                 loops: self.loops.clone(),
                 span: s.span,
                 site: s.site,

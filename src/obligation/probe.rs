@@ -1,0 +1,1169 @@
+//! Concrete runs of a kernel instantiation: a cheap search for races that
+//! tells the solver which obligations to try first, and with which values.
+//!
+//! Every thread of a block or three executes the IR on its own, at a few
+//! small launches whose parameters satisfy the launch's facts. What comes
+//! from data, other lanes or unmodelled code is arbitrary but fixed, as the
+//! access model leaves it: a load is a function of its address, an opaque
+//! call of its arguments, a havoc a function of the thread. Threads run
+//! apart, so a thread's phases are how many barriers it has passed (block
+//! barriers, full-warp `__syncwarp`s, grid barriers, counted as
+//! `passes::accesses` counts them). Two accesses of different threads that
+//! meet on a byte, one of them a write, not both atomic, in phases that
+//! leave them unordered (`smt::Encoder::unordered`'s rule) are a [`Lead`].
+//!
+//! A lead proves nothing: the run follows the model only where its
+//! arbitrary values are ones the model allows. `check_memory` hands each
+//! lead to the solver with the run's values pinned, and only the witness
+//! the solver then finds is reported. Leads cost a fraction of a
+//! first-round search (the pinned query is linear), and with `audit`'s
+//! settling the first confirmed one ends the condition's check.
+
+use crate::hash::{HashMap, HashSet};
+use crate::ir::fold::{fold_int, type_of};
+use crate::ir::{
+    AccessKind, BarrierScope, BinOp, Block, Builtin, Dim, ExitKind, Expr, Kernel, LabelId, LaunchFact, ObjectId,
+    ObjectKind, PrimKind, ScalarTy, Space, StmtKind, UnOp,
+};
+use crate::source::Span;
+
+use super::Shape;
+
+/// An access as the access model's records name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AccessKey {
+    pub object: ObjectId,
+    pub kind: AccessKind,
+    pub span: Span,
+    pub site: Span,
+}
+
+/// A value a lead gives: a parameter, a launch extent, or an index of one
+/// of its two threads (instance 0 makes the lead's first access).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leaf {
+    Param(u32),
+    /// A symbolic constant of the kernel (`ir::SymId`).
+    Sym(u32),
+    Builtin(Builtin, usize),
+}
+
+/// Two accesses a concrete run left unordered, and the run's values.
+#[derive(Clone, Debug)]
+pub struct Lead {
+    pub accesses: [AccessKey; 2],
+    pub values: Vec<(Leaf, i128)>,
+}
+
+impl Lead {
+    /// The same lead with its two threads swapped.
+    pub fn swapped(&self) -> Lead {
+        let values = self
+            .values
+            .iter()
+            .map(|&(leaf, v)| match leaf {
+                Leaf::Builtin(b @ (Builtin::ThreadIdx(_) | Builtin::BlockIdx(_)), inst) => {
+                    (Leaf::Builtin(b, 1 - inst), v)
+                }
+                _ => (leaf, v),
+            })
+            .collect();
+        Lead {
+            accesses: [self.accesses[1], self.accesses[0]],
+            values,
+        }
+    }
+}
+
+/// Launches tried at most, and candidates drawn to find them.
+const LAUNCHES: usize = 5;
+const CANDIDATES: usize = 24;
+/// Evaluation steps (statements and expression nodes) per launch: about
+/// 10 ms.
+const STEPS: u64 = 250_000;
+/// Evaluation steps for all the jobs of one kernel (see [`leads`]).
+pub const KERNEL_STEPS: u64 = 1_000_000;
+/// Iterations of one loop in one thread before the thread is stopped.
+const ITERATIONS: u64 = 1 << 14;
+/// Leads reported at most.
+const LEADS: usize = 8;
+/// Blocks run per launch at most (the first two and the last).
+const BLOCKS: usize = 3;
+/// Threads per block at most.
+const THREADS: u32 = 1024;
+/// Values drawn for integer parameters.
+const PARAM_VALUES: [i128; 14] = [1, 2, 3, 4, 8, 16, 32, 64, 0, 5, 7, 128, 256, 33];
+
+/// The leads of `kernel` at small launches of `shape` that satisfy `facts`,
+/// within `budget` evaluation steps (what is left of it is returned in it).
+pub fn leads(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32, budget: &mut u64) -> Vec<Lead> {
+    // Objects no thread writes cannot race: their accesses are not kept.
+    let mut written = vec![false; kernel.objects.len()];
+    kernel.body.walk(&mut |s| {
+        if let StmtKind::Access(a) = &s.kind {
+            written[a.object.index()] |= a.kind.writes();
+        }
+    });
+    if !written.contains(&true) {
+        return Vec::new();
+    }
+    let mut found = Found::default();
+    let debug = std::env::var_os("WARPDRF_DEBUG_PROBE").is_some();
+    for launch in launches(kernel, facts, shape, warp_size) {
+        if *budget == 0 {
+            break;
+        }
+        let limit = STEPS.min(*budget);
+        let spent = run(kernel, &launch, warp_size, limit, &written, &mut found);
+        *budget = budget.saturating_sub(spent);
+        if debug {
+            eprintln!("probe {} {launch:?}: {} leads", kernel.name, found.leads.len());
+        }
+        if found.leads.len() >= LEADS {
+            break;
+        }
+    }
+    found.leads
+}
+
+/// One launch: extents and parameter values.
+#[derive(Clone, Debug)]
+struct Launch {
+    block: [u32; 3],
+    grid: [u32; 3],
+    params: Vec<i128>,
+    /// Values of the kernel's symbolic constants (headers not found,
+    /// template parameters left symbolic).
+    syms: Vec<i128>,
+}
+
+/// A small deterministic generator (splitmix64).
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+
+    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+        from[(self.next() % from.len() as u64) as usize]
+    }
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A hash of several values.
+fn hash(parts: &[i128]) -> u64 {
+    parts.iter().fold(0x243f_6a88_85a3_08d3u64, |h, &p| {
+        mix(h ^ (p as u64) ^ mix((p >> 64) as u64))
+    })
+}
+
+/// Up to [`LAUNCHES`] launches of `shape` whose parameters satisfy `facts`:
+/// every parameter 4; then strides 0 (see [`strides`]) and the rest 4, so
+/// that rows, planes and steps fall onto one another; every parameter 1;
+/// strides 0 and sizes 300 (two blocks of 256, ragged); then drawn values. A fact `p == e` sets `p` (or an extent).
+fn launches(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32) -> Vec<Launch> {
+    let mut draw = Draw(0x5eed);
+    // Strides, but not the parameters the facts constrain (sizes).
+    let mut stride = strides(kernel);
+    for f in facts {
+        f.expr.visit(&mut |x| {
+            if let Expr::Param(i) = x {
+                if let Some(s) = stride.get_mut(*i as usize) {
+                    *s = false;
+                }
+            }
+        });
+    }
+    let mut out: Vec<Launch> = Vec::new();
+    for attempt in 0..CANDIDATES {
+        if out.len() >= LAUNCHES {
+            break;
+        }
+        let block = block_of(shape, attempt, &mut draw);
+        let grid: [u32; 3] = std::array::from_fn(|d| match shape.grid_dim {
+            Some(g) => g[d].max(1),
+            None if shape.unit_grid[d] => 1,
+            None if d == 0 => 2,
+            None => draw.pick(&[1, 2]),
+        });
+        let params: Vec<i128> = kernel
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let v = match attempt {
+                    0 => 4,
+                    1 | 3 if stride[i] => 0,
+                    1 => 4,
+                    2 => 1,
+                    // Sizes past a block of 256: two blocks, ragged ends.
+                    3 => 300,
+                    _ => draw.pick(&PARAM_VALUES),
+                };
+                match p.ty {
+                    ScalarTy::Bool => v & 1,
+                    ty => ty.wrap(v),
+                }
+            })
+            .collect();
+        let syms: Vec<i128> = kernel
+            .syms
+            .iter()
+            .map(|s| {
+                let v = match attempt {
+                    0..=3 => 32,
+                    _ => draw.pick(&[1, 2, 4, 8, 32]),
+                };
+                s.ty.wrap(v)
+            })
+            .collect();
+        let mut launch = Launch {
+            block,
+            grid,
+            params,
+            syms,
+        };
+        if satisfy(kernel, facts, &mut launch, warp_size) && !out.iter().any(|l| same(l, &launch)) {
+            out.push(launch);
+        }
+    }
+    out
+}
+
+/// Per parameter, whether it is a stride: it reaches no condition (of a
+/// branch, a loop, a selection, an assumption, an access range), only
+/// values such as offsets. Flow-insensitive: a variable depends on every
+/// parameter any assignment to it reads.
+fn strides(kernel: &Kernel) -> Vec<bool> {
+    let n = kernel.params.len();
+    let mut deps: Vec<Vec<bool>> = vec![vec![false; n]; kernel.vars.len()];
+    let reads = |e: &Expr, deps: &[Vec<bool>], out: &mut Vec<bool>| {
+        e.visit(&mut |x| match x {
+            Expr::Param(i) if (*i as usize) < n => out[*i as usize] = true,
+            Expr::Var(v) => {
+                for (o, d) in out.iter_mut().zip(&deps[v.index()]) {
+                    *o |= *d;
+                }
+            }
+            _ => {}
+        })
+    };
+    for _ in 0..4 {
+        let mut changed = false;
+        kernel.body.walk(&mut |st| {
+            if let StmtKind::Assign { var, value } = &st.kind {
+                let mut now = deps[var.index()].clone();
+                reads(value, &deps, &mut now);
+                if now != deps[var.index()] {
+                    deps[var.index()] = now;
+                    changed = true;
+                }
+            }
+        });
+        if !changed {
+            break;
+        }
+    }
+    let mut control = vec![false; n];
+    kernel.body.walk(&mut |st| match &st.kind {
+        StmtKind::If { cond, .. } | StmtKind::Assume(cond) | StmtKind::Promise(cond) => {
+            reads(cond, &deps, &mut control)
+        }
+        StmtKind::Loop(l) => reads(&l.cond, &deps, &mut control),
+        StmtKind::Access(a) => {
+            for r in &a.ranges {
+                reads(&r.lo, &deps, &mut control);
+                reads(&r.hi, &deps, &mut control);
+            }
+        }
+        _ => st.for_each_expr(&mut |e| {
+            e.visit(&mut |x| {
+                if let Expr::Select(c, _, _) = x {
+                    reads(c, &deps, &mut control);
+                }
+            })
+        }),
+    });
+    control
+        .iter()
+        .zip(&kernel.params)
+        .map(|(c, p)| !c && p.ty.is_int())
+        .collect()
+}
+
+fn same(a: &Launch, b: &Launch) -> bool {
+    a.block == b.block && a.grid == b.grid && a.params == b.params && a.syms == b.syms
+}
+
+/// A block shape: as given where known, else 32 (then drawn) along `x`
+/// and 1 or 2 along the others, within the launch bounds.
+fn block_of(shape: &Shape, attempt: usize, draw: &mut Draw) -> [u32; 3] {
+    if let Some(b) = shape.block_dim {
+        return b.map(|v| v.max(1));
+    }
+    let mut block: [u32; 3] = std::array::from_fn(|d| {
+        if shape.unit_block[d] {
+            return 1;
+        }
+        if let Some(v) = shape.block_known[d] {
+            return v.max(1);
+        }
+        let v: u32 = match (d, attempt) {
+            (0, 0..=2) => 32,
+            (0, 3) => 256,
+            (0, _) => draw.pick(&[32, 64, 128, 256, 48]),
+            (_, 0..=3) => 1,
+            _ => draw.pick(&[1, 2]),
+        };
+        let m = shape.block_multiple[d].max(1);
+        v.div_ceil(m) * m
+    });
+    let cap = shape.max_threads.map_or(THREADS, |t| t.min(u64::from(THREADS)) as u32);
+    while block.iter().product::<u32>() > cap && block[0] > 1 {
+        block[0] = (block[0] / 2).max(1);
+    }
+    block
+}
+
+/// Sets parameters from facts `p == e` (a few sweeps), then whether every
+/// fact holds.
+fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size: u32) -> bool {
+    if launch.block.iter().map(|&v| u64::from(v)).product::<u64>() > u64::from(THREADS) {
+        return false;
+    }
+    // The side of an equation that is a parameter or an extent, up to
+    // conversions.
+    fn settable(e: &Expr) -> Option<&Expr> {
+        match e {
+            Expr::Cast(_, inner) => settable(inner),
+            Expr::Param(_) | Expr::Builtin(Builtin::GridDim(_) | Builtin::BlockDim(_)) => Some(e),
+            _ => None,
+        }
+    }
+    for _ in 0..3 {
+        for f in facts {
+            let Expr::Binary(BinOp::Eq, _, a, b) = &f.expr else {
+                continue;
+            };
+            for (p, e) in [(a, b), (b, a)] {
+                let Some(target) = settable(p) else { continue };
+                let value = Consts {
+                    kernel,
+                    launch,
+                    warp_size,
+                }
+                .eval(e);
+                let Some(v) = value else { continue };
+                match *target {
+                    Expr::Param(i) => {
+                        let ty = kernel.params[i as usize].ty;
+                        launch.params[i as usize] = if ty.is_int() || ty == ScalarTy::Bool {
+                            ty.wrap(v)
+                        } else {
+                            v
+                        };
+                    }
+                    Expr::Builtin(Builtin::GridDim(d)) if (1..=i128::from(u32::MAX >> 1)).contains(&v) => {
+                        launch.grid[d as usize] = v as u32;
+                    }
+                    Expr::Builtin(Builtin::BlockDim(d)) if (1..=i128::from(THREADS)).contains(&v) => {
+                        launch.block[d as usize] = v as u32;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let debug = std::env::var_os("WARPDRF_DEBUG_PROBE").is_some();
+    facts.iter().all(|f| {
+        let v = Consts {
+            kernel,
+            launch,
+            warp_size,
+        }
+        .eval(&f.expr);
+        if debug && v.is_none_or(|v| v == 0) {
+            eprintln!("probe: {launch:?} fails {:?}: {v:?}", f.expr);
+        }
+        v.is_some_and(|v| v != 0)
+    })
+}
+
+/// Evaluation of launch-wide expressions (facts): parameters and extents.
+struct Consts<'a> {
+    kernel: &'a Kernel,
+    launch: &'a Launch,
+    warp_size: u32,
+}
+
+impl Consts<'_> {
+    fn eval(&self, e: &Expr) -> Option<i128> {
+        let mut steps = 0;
+        let mut x = Exec::new(self.kernel, self.launch, self.warp_size, [0; 3], [0; 3], &mut steps);
+        x.uniform_only = true;
+        x.eval(e)
+    }
+}
+
+/// A thread's accesses so far, and what the runs found.
+#[derive(Default)]
+struct Found {
+    leads: Vec<Lead>,
+    pairs: HashSet<(AccessKey, AccessKey)>,
+}
+
+/// One access a thread made.
+#[derive(Clone, Copy)]
+struct Event {
+    access: AccessKey,
+    lo: i128,
+    hi: i128,
+    collective: bool,
+    /// Part of a library exchange (`ir::Access::exchange`).
+    exchange: bool,
+    /// Block, warp and grid phases.
+    phase: [u64; 3],
+}
+
+/// Who made an access.
+#[derive(Clone, Copy)]
+struct Maker {
+    block: usize,
+    thread: u32,
+    warp: u32,
+    warp_phase: u64,
+    event: Event,
+}
+
+/// Runs the blocks of `launch` for at most `limit` steps and adds the
+/// leads they show to `found`; the steps it took. Each warp's first two
+/// lanes and its last run first, so that a run cut short has met every
+/// warp.
+fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[bool], found: &mut Found) -> u64 {
+    let blocks: Vec<[u32; 3]> = {
+        let n = launch.grid.iter().map(|&g| u64::from(g)).product::<u64>();
+        let at = |i: u64| -> [u32; 3] {
+            let (gx, gy) = (u64::from(launch.grid[0]), u64::from(launch.grid[1]));
+            [(i % gx) as u32, (i / gx % gy) as u32, (i / (gx * gy)) as u32]
+        };
+        let mut ids: Vec<u64> = (0..n.min(BLOCKS as u64 - 1)).collect();
+        if n > ids.len() as u64 {
+            ids.push(n - 1);
+        }
+        ids.into_iter().map(at).collect()
+    };
+    // In-block meetings: by (object, block, grid phase, block phase, word);
+    // across blocks (global memory): by (object, grid phase, word).
+    let mut within: HashMap<(u32, usize, u64, u64, i128), Vec<Maker>> = HashMap::default();
+    let mut across: HashMap<(u32, u64, i128), Vec<Maker>> = HashMap::default();
+    let mut steps = 0u64;
+    let warp = warp_size.max(1);
+    let [bx, by, bz] = launch.block;
+    let threads = bx * by * bz;
+    let first = |t: u32| matches!(t % warp, 0 | 1) || t % warp == warp - 1 || t + 1 == threads;
+    let order: Vec<u32> = (0..threads)
+        .filter(|&t| first(t))
+        .chain((0..threads).filter(|&t| !first(t)))
+        .collect();
+    for (b, bid) in blocks.iter().enumerate() {
+        for &linear in &order {
+            if steps >= limit || found.leads.len() >= LEADS {
+                return steps;
+            }
+            let tid = [linear % bx, linear / bx % by, linear / (bx * by)];
+            let mut x = Exec::new(kernel, launch, warp_size, tid, *bid, &mut steps);
+            x.limit = limit;
+            x.written = written;
+            x.run();
+            if x.invalid {
+                continue;
+            }
+            let events = std::mem::take(&mut x.events);
+            for event in events {
+                let maker = Maker {
+                    block: b,
+                    thread: linear,
+                    warp: linear / warp,
+                    warp_phase: event.phase[1],
+                    event,
+                };
+                let object = kernel.objects[event.access.object.index()].space;
+                let first = event.lo.div_euclid(4);
+                let last = (event.hi - 1).div_euclid(4).min(first + 15);
+                for word in first..=last {
+                    let key = (event.access.object.0, b, event.phase[2], event.phase[0], word);
+                    let list = within.entry(key).or_default();
+                    for other in list.iter() {
+                        if other.thread != linear && conflicts(&other.event, &event, other.warp == maker.warp) {
+                            let same_warp = other.warp == maker.warp;
+                            if !same_warp || other.warp_phase == maker.warp_phase {
+                                found.add(other, &maker, launch, &blocks);
+                            }
+                        }
+                    }
+                    keep(list, maker, |m| m.thread == linear);
+                    if object == Space::Global {
+                        let list = across.entry((event.access.object.0, event.phase[2], word)).or_default();
+                        for other in list.iter() {
+                            if other.block != b && conflicts(&other.event, &event, false) {
+                                found.add(other, &maker, launch, &blocks);
+                            }
+                        }
+                        keep(list, maker, |m| m.block == b);
+                    }
+                }
+            }
+        }
+    }
+    steps
+}
+
+/// Keeps `maker` in `list` unless one like it (`like`, same access kind)
+/// is there, or the list holds four.
+fn keep(list: &mut Vec<Maker>, maker: Maker, like: impl Fn(&Maker) -> bool) {
+    let writes = maker.event.access.kind.writes();
+    if list.len() < 4 && !list.iter().any(|m| like(m) && m.event.access.kind.writes() == writes) {
+        list.push(maker);
+    }
+}
+
+/// Whether two accesses of different threads conflict where they meet:
+/// a byte in common, a write, not both atomic, not one warp's collective,
+/// not one library exchange.
+fn conflicts(a: &Event, b: &Event, same_warp: bool) -> bool {
+    let atomic = |k: AccessKind| matches!(k, AccessKind::Atomic(_));
+    (a.access.kind.writes() || b.access.kind.writes())
+        && !(atomic(a.access.kind) && atomic(b.access.kind))
+        && a.lo < b.hi
+        && b.lo < a.hi
+        && !(a.collective && b.collective && same_warp)
+        && !(a.exchange && b.exchange && a.access == b.access)
+}
+
+impl Found {
+    fn add(&mut self, first: &Maker, second: &Maker, launch: &Launch, blocks: &[[u32; 3]]) {
+        if self.leads.len() >= LEADS {
+            return;
+        }
+        let (a, b) = (first.event.access, second.event.access);
+        if self.pairs.contains(&(a, b)) || self.pairs.contains(&(b, a)) {
+            return;
+        }
+        self.pairs.insert((a, b));
+        let mut values: Vec<(Leaf, i128)> = launch
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (Leaf::Param(i as u32), v))
+            .chain(launch.syms.iter().enumerate().map(|(i, &v)| (Leaf::Sym(i as u32), v)))
+            .collect();
+        for d in Dim::ALL {
+            let i = d as usize;
+            values.push((Leaf::Builtin(Builtin::BlockDim(d), 0), i128::from(launch.block[i])));
+            values.push((Leaf::Builtin(Builtin::GridDim(d), 0), i128::from(launch.grid[i])));
+            let [bx, by, _] = launch.block;
+            for (inst, m) in [first, second].into_iter().enumerate() {
+                let tid = [m.thread % bx, m.thread / bx % by, m.thread / (bx * by)];
+                values.push((Leaf::Builtin(Builtin::ThreadIdx(d), inst), i128::from(tid[i])));
+                values.push((
+                    Leaf::Builtin(Builtin::BlockIdx(d), inst),
+                    i128::from(blocks[m.block][i]),
+                ));
+            }
+        }
+        self.leads.push(Lead {
+            accesses: [a, b],
+            values,
+        });
+    }
+}
+
+/// How a statement list ends.
+enum Flow {
+    Next,
+    Exit(LabelId, ExitKind),
+    /// The thread stops (a return from the kernel, a trap, the step budget).
+    Stop,
+}
+
+/// One thread's execution.
+struct Exec<'a> {
+    kernel: &'a Kernel,
+    launch: &'a Launch,
+    warp_size: u32,
+    tid: [u32; 3],
+    bid: [u32; 3],
+    vars: Vec<Option<i128>>,
+    /// Block, warp and grid phases: the barriers passed.
+    phase: [u64; 3],
+    steps: &'a mut u64,
+    /// Steps (of all the threads of a run) at which the thread stops.
+    limit: u64,
+    /// How many arbitrary values the thread has drawn (each is new).
+    drawn: u64,
+    events: Vec<Event>,
+    /// The thread broke a promise: no thread the program runs.
+    invalid: bool,
+    /// Only launch-wide values may be read (facts).
+    uniform_only: bool,
+    /// Per object, whether any thread writes it (only those are kept).
+    written: &'a [bool],
+}
+
+impl<'a> Exec<'a> {
+    fn new(
+        kernel: &'a Kernel,
+        launch: &'a Launch,
+        warp_size: u32,
+        tid: [u32; 3],
+        bid: [u32; 3],
+        steps: &'a mut u64,
+    ) -> Exec<'a> {
+        Exec {
+            kernel,
+            launch,
+            warp_size,
+            tid,
+            bid,
+            vars: vec![None; kernel.vars.len()],
+            phase: [0; 3],
+            steps,
+            limit: u64::MAX,
+            drawn: 0,
+            events: Vec::new(),
+            invalid: false,
+            uniform_only: false,
+            written: &[],
+        }
+    }
+
+    fn run(&mut self) {
+        let body = &self.kernel.body;
+        let _ = self.block(body);
+    }
+
+    fn linear_tid(&self) -> i128 {
+        let [bx, by, _] = self.launch.block;
+        i128::from(self.tid[0] + self.tid[1] * bx + self.tid[2] * bx * by)
+    }
+
+    /// A value of `ty` no one can predict, new at each draw: small for
+    /// integers (indices computed from it stay near the data).
+    fn arbitrary(&mut self, ty: ScalarTy, salt: i128) -> i128 {
+        self.drawn += 1;
+        let h = hash(&[salt, self.linear_tid(), self.bid_linear(), self.drawn as i128]);
+        shaped(ty, h)
+    }
+
+    fn bid_linear(&self) -> i128 {
+        let [gx, gy, _] = self.launch.grid;
+        i128::from(self.bid[0])
+            + i128::from(self.bid[1]) * i128::from(gx)
+            + i128::from(self.bid[2]) * i128::from(gx) * i128::from(gy)
+    }
+
+    fn block(&mut self, b: &Block) -> Flow {
+        for s in &b.0 {
+            *self.steps += 1;
+            if *self.steps > self.limit {
+                return Flow::Stop;
+            }
+            match self.stmt(&s.kind, s.span, s.site) {
+                Flow::Next => {}
+                other => return other,
+            }
+        }
+        Flow::Next
+    }
+
+    fn set(&mut self, var: crate::ir::VarId, v: i128) {
+        let ty = self.kernel.vars[var.index()].ty;
+        self.vars[var.index()] = Some(if ty.is_int() || ty == ScalarTy::Bool {
+            ty.wrap(v)
+        } else {
+            v
+        });
+    }
+
+    fn stmt(&mut self, kind: &StmtKind, span: Span, site: Span) -> Flow {
+        match kind {
+            StmtKind::Assign { var, value } => match self.eval(value) {
+                Some(v) => self.set(*var, v),
+                None => return Flow::Stop,
+            },
+            StmtKind::Havoc { var, .. } => {
+                let ty = self.kernel.vars[var.index()].ty;
+                let v = self.arbitrary(ty, i128::from(var.0));
+                self.set(*var, v);
+            }
+            StmtKind::Choose { var } => {
+                let v = self.arbitrary(ScalarTy::Bool, i128::from(var.0));
+                self.set(*var, v);
+            }
+            StmtKind::Access(a) => {
+                let object = &self.kernel.objects[a.object.index()];
+                let tracked = self.written.get(a.object.index()).copied().unwrap_or(true)
+                    && !matches!(object.kind, ObjectKind::Untraced)
+                    && object.space != Space::Local
+                    && (object.space != Space::Constant || a.kind.writes())
+                    && !a.lingering;
+                let key = AccessKey {
+                    object: a.object,
+                    kind: a.kind,
+                    span,
+                    site,
+                };
+                // Each range's ends and a few values between.
+                let mut choices: Vec<Vec<i128>> = Vec::new();
+                for r in &a.ranges {
+                    let (Some(lo), Some(hi)) = (self.eval(&r.lo), self.eval(&r.hi)) else {
+                        return Flow::Stop;
+                    };
+                    let mut vals: Vec<i128> = (lo..hi.min(lo + 8)).collect();
+                    if hi - 1 > lo + 8 {
+                        vals.push(hi - 1);
+                    }
+                    choices.push(vals);
+                }
+                let mut last_offset = None;
+                for pick in combinations(&choices) {
+                    for (r, v) in a.ranges.iter().zip(&pick) {
+                        self.set(r.var, *v);
+                    }
+                    let (Some(offset), Some(width)) = (self.eval(&a.offset), self.eval(&a.width)) else {
+                        return Flow::Stop;
+                    };
+                    last_offset = Some(offset);
+                    if tracked && width > 0 {
+                        self.events.push(Event {
+                            access: key,
+                            lo: offset,
+                            hi: offset + width,
+                            collective: a.collective,
+                            exchange: a.exchange,
+                            phase: self.phase,
+                        });
+                    }
+                }
+                if let (Some(var), Some(offset)) = (a.result, last_offset) {
+                    // A function of the address: equal addresses, equal values.
+                    let ty = self.kernel.vars[var.index()].ty;
+                    let v = shaped(ty, hash(&[i128::from(a.object.0), offset]));
+                    self.set(var, v);
+                }
+            }
+            StmtKind::Barrier(b) => {
+                if let Some((pred, var)) = &b.predicate {
+                    if self.eval(pred).is_none() {
+                        return Flow::Stop;
+                    }
+                    // The block's result: one value for every thread of it.
+                    let v = shaped(
+                        ScalarTy::I32,
+                        hash(&[i128::from(var.0), self.bid_linear(), i128::from(self.phase[0])]),
+                    );
+                    self.set(*var, v);
+                }
+                self.phase[0] += 1;
+                self.phase[1] += 1;
+                if b.scope == BarrierScope::Grid {
+                    self.phase[2] += 1;
+                }
+            }
+            StmtKind::Primitive(p) => {
+                let full = (1i128 << self.warp_size.min(64)) - 1;
+                let full_mask = match &p.mask {
+                    None => true,
+                    Some(m) => match self.eval(m) {
+                        Some(v) => ScalarTy::U32.wrap(v) == ScalarTy::U32.wrap(full),
+                        None => return Flow::Stop,
+                    },
+                };
+                for a in &p.args {
+                    if self.eval(a).is_none() {
+                        return Flow::Stop;
+                    }
+                }
+                for &r in &p.results {
+                    let ty = self.kernel.vars[r.index()].ty;
+                    let v = match p.kind {
+                        PrimKind::ActiveMask => full,
+                        _ => self.arbitrary(ty, i128::from(r.0)),
+                    };
+                    self.set(r, v);
+                }
+                if p.kind == PrimKind::SyncWarp && full_mask {
+                    self.phase[1] += 1;
+                }
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let Some(c) = self.eval(cond) else {
+                    return Flow::Stop;
+                };
+                return self.block(if c != 0 { then_block } else { else_block });
+            }
+            StmtKind::Loop(l) => {
+                let test = |x: &mut Self| -> Option<Result<bool, Flow>> {
+                    match x.block(&l.cond_pre) {
+                        Flow::Next => {}
+                        other => return Some(Err(other)),
+                    }
+                    x.eval(&l.cond).map(|c| Ok(c != 0))
+                };
+                if l.test_first {
+                    match test(self) {
+                        Some(Ok(true)) => {}
+                        Some(Ok(false)) => return Flow::Next,
+                        Some(Err(f)) => return f,
+                        None => return Flow::Stop,
+                    }
+                }
+                let mut iterations = 0u64;
+                loop {
+                    iterations += 1;
+                    if iterations > ITERATIONS {
+                        return Flow::Stop;
+                    }
+                    match self.block(&l.body) {
+                        Flow::Next => {}
+                        Flow::Exit(label, ExitKind::Break) if label == l.label => return Flow::Next,
+                        Flow::Exit(label, ExitKind::Continue) if label == l.label => {}
+                        other => return other,
+                    }
+                    match self.block(&l.step) {
+                        Flow::Next => {}
+                        other => return other,
+                    }
+                    match test(self) {
+                        Some(Ok(true)) => {}
+                        Some(Ok(false)) => return Flow::Next,
+                        Some(Err(f)) => return f,
+                        None => return Flow::Stop,
+                    }
+                }
+            }
+            StmtKind::Labeled { label, body } => {
+                return match self.block(body) {
+                    Flow::Exit(l, _) if l == *label => Flow::Next,
+                    other => other,
+                }
+            }
+            StmtKind::Exit { label, kind } => {
+                if *label == self.kernel.exit_label && *kind == ExitKind::Return {
+                    return Flow::Stop;
+                }
+                return Flow::Exit(*label, *kind);
+            }
+            StmtKind::Assume(e) => {
+                if self.eval(e).is_none_or(|v| v == 0) {
+                    return Flow::Stop;
+                }
+            }
+            StmtKind::Promise(e) => {
+                if self.eval(e).is_none_or(|v| v == 0) {
+                    self.invalid = true;
+                    return Flow::Stop;
+                }
+            }
+            StmtKind::AsyncCommit | StmtKind::AsyncWait { .. } | StmtKind::Unknown { .. } => {}
+        }
+        Flow::Next
+    }
+
+    /// The type of `e` where the kernel's tables say it.
+    fn ty(&self, e: &Expr) -> Option<ScalarTy> {
+        match e {
+            Expr::Var(v) => Some(self.kernel.vars[v.index()].ty),
+            Expr::Param(i) => self.kernel.params.get(*i as usize).map(|p| p.ty),
+            Expr::Sym(s) => Some(self.kernel.syms[s.index()].ty),
+            Expr::Float(_) => Some(ScalarTy::Float(crate::ir::FloatKind::F64)),
+            _ => type_of(e),
+        }
+    }
+
+    /// The value of `e`; `None` where C leaves it undefined (a division by
+    /// zero, a shift past the width) or it is not launch-wide in a fact.
+    fn eval(&mut self, e: &Expr) -> Option<i128> {
+        *self.steps += 1;
+        Some(match e {
+            Expr::Int(v, _) => *v,
+            Expr::Bool(b) => i128::from(*b),
+            Expr::Float(f) => i128::from(f.to_bits()),
+            Expr::Var(v) => {
+                if self.uniform_only {
+                    return None;
+                }
+                match self.vars[v.index()] {
+                    Some(x) => x,
+                    None => {
+                        let ty = self.kernel.vars[v.index()].ty;
+                        let x = self.arbitrary(ty, i128::from(v.0));
+                        self.set(*v, x);
+                        self.vars[v.index()].expect("set above")
+                    }
+                }
+            }
+            Expr::Builtin(b) => match b {
+                Builtin::ThreadIdx(_) | Builtin::BlockIdx(_) if self.uniform_only => return None,
+                Builtin::ThreadIdx(d) => i128::from(self.tid[*d as usize]),
+                Builtin::BlockIdx(d) => i128::from(self.bid[*d as usize]),
+                Builtin::BlockDim(d) => i128::from(self.launch.block[*d as usize]),
+                Builtin::GridDim(d) => i128::from(self.launch.grid[*d as usize]),
+                Builtin::WarpSize => i128::from(self.warp_size),
+            },
+            Expr::Param(i) => *self.launch.params.get(*i as usize)?,
+            Expr::Sym(s) => *self.launch.syms.get(s.index())?,
+            Expr::Unary(op, ty, a) => {
+                let x = self.eval(a)?;
+                match (op, ty.is_int()) {
+                    (UnOp::Not, _) => i128::from(x == 0),
+                    (UnOp::Neg, true) => ty.wrap(x.wrapping_neg()),
+                    (UnOp::BitNot, true) => ty.wrap(!x),
+                    _ => shaped(*ty, hash(&[*op as i128, x])),
+                }
+            }
+            Expr::Binary(op, ty, a, b) => {
+                // Pure, but C evaluates the right of `&&`/`||` only when needed
+                // (a guard before a division by what it tests).
+                if op.is_logical() {
+                    let x = self.eval(a)? != 0;
+                    if x == (*op == BinOp::Or) {
+                        return Some(i128::from(x));
+                    }
+                    return Some(i128::from(self.eval(b)? != 0));
+                }
+                let (x, y) = (self.eval(a)?, self.eval(b)?);
+                if ty.is_int() || *ty == ScalarTy::Bool {
+                    match fold_int(*op, *ty, ty.wrap(x), ty.wrap(y))? {
+                        Expr::Int(v, _) => v,
+                        Expr::Bool(v) => i128::from(v),
+                        _ => return None,
+                    }
+                } else if op.is_comparison() {
+                    (hash(&[*op as i128, x, y]) & 1) as i128
+                } else {
+                    shaped(*ty, hash(&[*op as i128, x, y]))
+                }
+            }
+            Expr::Select(c, a, b) => {
+                if self.eval(c)? != 0 {
+                    self.eval(a)?
+                } else {
+                    self.eval(b)?
+                }
+            }
+            Expr::Cast(ty, a) => {
+                let from = self.ty(a);
+                let x = self.eval(a)?;
+                let from_number = from.is_some_and(|f| f.is_int() || f == ScalarTy::Bool);
+                match ty {
+                    ScalarTy::Bool => i128::from(x != 0),
+                    ScalarTy::Int { .. } if from_number => ty.wrap(x),
+                    ScalarTy::Int { .. } => shaped(*ty, hash(&[x])),
+                    _ => x,
+                }
+            }
+            Expr::Opaque(op, ty, args) => {
+                let mut parts = vec![i128::from(op.0)];
+                for a in args {
+                    parts.push(self.eval(a)?);
+                }
+                shaped(*ty, hash(&parts))
+            }
+        })
+    }
+}
+
+/// An arbitrary value `h` as a value of `ty`: 0 to 7 for integers, a bit
+/// for booleans, the hash itself for anything else.
+fn shaped(ty: ScalarTy, h: u64) -> i128 {
+    match ty {
+        ScalarTy::Bool => (h & 1) as i128,
+        ScalarTy::Int { .. } => ty.wrap((h % 8) as i128),
+        _ => h as i128,
+    }
+}
+
+/// Every choice of one value from each list (one empty choice for none).
+fn combinations(lists: &[Vec<i128>]) -> Vec<Vec<i128>> {
+    let mut out = vec![Vec::new()];
+    for list in lists {
+        let mut next = Vec::new();
+        for prefix in &out {
+            for &v in list {
+                let mut p = prefix.clone();
+                p.push(v);
+                next.push(p);
+            }
+        }
+        out = next;
+        if out.len() > 64 {
+            out.truncate(64);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The leads of the first kernel of `src` at blocks of `block` (any
+    /// grid), as `(first line, second line)` pairs of 1-based source lines.
+    /// A lead as its two accesses' lines and its values.
+    type Found = (usize, usize, Vec<(Leaf, i128)>);
+
+    fn leads_of(src: &str, block: Option<[u32; 3]>) -> Vec<Found> {
+        let k = crate::lower::tests::kernels(src).remove(0);
+        // As the driver has it: the dimensions the kernel never reads are 1.
+        let (used_block, used_grid) = k.used_dims();
+        let shape = Shape {
+            block_dim: block,
+            block_known: block.map_or([None; 3], |b| b.map(Some)),
+            block_multiple: [1; 3],
+            unit_block: used_block.map(|u| !u),
+            unit_grid: used_grid.map(|u| !u),
+            ..Shape::default()
+        };
+        let mut budget = KERNEL_STEPS;
+        let line = |s: Span| src[..s.start as usize].matches('\n').count() + 1;
+        leads(&k, &[], &shape, 32, &mut budget)
+            .into_iter()
+            .map(|l| (line(l.accesses[0].span), line(l.accesses[1].span), l.values))
+            .collect()
+    }
+
+    fn value(values: &[(Leaf, i128)], leaf: Leaf) -> Option<i128> {
+        values.iter().find(|(l, _)| *l == leaf).map(|&(_, v)| v)
+    }
+
+    #[test]
+    fn two_threads_writing_one_shared_word_are_a_lead_with_their_indices() {
+        let src = "__global__ void k(int *out) {\n\
+                   __shared__ int s[64];\n\
+                   s[threadIdx.x % 16] = threadIdx.x;\n\
+                   __syncthreads();\n\
+                   out[threadIdx.x] = s[threadIdx.x % 16];\n\
+                   }";
+        let found = leads_of(src, Some([32, 1, 1]));
+        let (a, b, values) = found
+            .iter()
+            .find(|(a, b, _)| (*a, *b) == (3, 3))
+            .expect("the write races with itself");
+        assert_eq!((*a, *b), (3, 3));
+        let t0 = value(values, Leaf::Builtin(Builtin::ThreadIdx(Dim::X), 0)).expect("thread 0's index");
+        let t1 = value(values, Leaf::Builtin(Builtin::ThreadIdx(Dim::X), 1)).expect("thread 1's index");
+        assert!(t0 != t1 && t0 % 16 == t1 % 16, "{t0} and {t1} write one word");
+        // The barrier orders the write and the read of another thread.
+        assert!(
+            !found.iter().any(|(a, b, _)| (*a, *b) == (3, 5) || (*a, *b) == (5, 3)),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_read_of_a_neighbour_without_a_barrier_is_a_lead_and_with_one_is_not() {
+        let racy = "__global__ void k(int *out) {\n\
+                    __shared__ int s[32];\n\
+                    s[threadIdx.x] = 1;\n\
+                    out[blockIdx.x * 32 + threadIdx.x] = s[(threadIdx.x + 1) % 32];\n\
+                    }";
+        let found = leads_of(racy, Some([32, 1, 1]));
+        assert!(
+            found.iter().any(|(a, b, _)| (*a, *b) == (3, 4) || (*a, *b) == (4, 3)),
+            "{found:?}"
+        );
+        let fenced = "__global__ void k(int *out) {\n\
+                      __shared__ int s[32];\n\
+                      s[threadIdx.x] = 1;\n\
+                      __syncthreads();\n\
+                      out[blockIdx.x * 32 + threadIdx.x] = s[(threadIdx.x + 1) % 32];\n\
+                      }";
+        assert!(leads_of(fenced, Some([32, 1, 1])).is_empty());
+    }
+
+    #[test]
+    fn a_shuffle_does_not_order_memory_and_a_full_syncwarp_does() {
+        let shuffled = "__global__ void k(int *out) {\n\
+                        __shared__ int s[32];\n\
+                        s[threadIdx.x] = 1;\n\
+                        int v = __shfl_xor_sync(0xffffffff, 1, 1);\n\
+                        out[blockIdx.x * 32 + threadIdx.x] = s[threadIdx.x ^ 1] + v;\n\
+                        }";
+        assert!(!leads_of(shuffled, Some([32, 1, 1])).is_empty());
+        let synced = "__global__ void k(int *out) {\n\
+                      __shared__ int s[32];\n\
+                      s[threadIdx.x] = 1;\n\
+                      __syncwarp();\n\
+                      out[blockIdx.x * 32 + threadIdx.x] = s[threadIdx.x ^ 1];\n\
+                      }";
+        assert!(leads_of(synced, Some([32, 1, 1])).is_empty());
+    }
+
+    #[test]
+    fn blocks_that_write_the_same_global_element_are_a_lead_across_blocks() {
+        let src = "__global__ void k(float *out) {\n\
+                   out[threadIdx.x + (blockIdx.x > 99 ? 1 : 0)] = 1.0f;\n\
+                   }";
+        let found = leads_of(src, Some([32, 1, 1]));
+        let (_, _, values) = found.first().expect("a lead");
+        let b0 = value(values, Leaf::Builtin(Builtin::BlockIdx(Dim::X), 0));
+        let b1 = value(values, Leaf::Builtin(Builtin::BlockIdx(Dim::X), 1));
+        assert_ne!(b0, b1, "{values:?}");
+        // Indexed by the global thread id, the blocks write apart.
+        let apart = "__global__ void k(float *out) {\n\
+                     out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;\n\
+                     }";
+        assert!(leads_of(apart, Some([32, 1, 1])).is_empty());
+    }
+
+    #[test]
+    fn atomics_do_not_race_with_each_other_and_read_only_memory_is_not_kept() {
+        let src = "__global__ void k(const int *in, int *out) {\n\
+                   atomicAdd(out, in[0] + in[threadIdx.x]);\n\
+                   }";
+        assert!(leads_of(src, Some([64, 1, 1])).is_empty());
+    }
+
+    #[test]
+    fn a_parameter_that_only_scales_offsets_is_a_stride() {
+        let k = crate::lower::tests::kernels(
+            "__global__ void k(float *out, int n, int s) {\n\
+             int i = threadIdx.x;\n\
+             if (i < n) { out[blockIdx.x * 4096 + i * s] = 1.0f; }\n\
+             }",
+        )
+        .remove(0);
+        assert_eq!(strides(&k), [false, true]);
+        // With the stride 0 the threads below `n` all write one element.
+        let found = leads_of(
+            "__global__ void k(float *out, int n, int s) {\n\
+             int i = threadIdx.x;\n\
+             if (i < n) { out[blockIdx.x * 4096 + i * s] = 1.0f; }\n\
+             }",
+            Some([32, 1, 1]),
+        );
+        let (_, _, values) = found.first().expect("a lead at stride 0");
+        assert_eq!(value(values, Leaf::Param(1)), Some(0));
+    }
+
+    #[test]
+    fn a_division_by_zero_stops_the_thread_without_a_panic() {
+        let src = "__global__ void k(int *out, int n) {\n\
+                   out[threadIdx.x / n] = 1;\n\
+                   }";
+        // n = 0 in some launch: those threads stop; others still run.
+        let _ = leads_of(src, Some([32, 1, 1]));
+    }
+}
