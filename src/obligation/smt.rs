@@ -176,6 +176,8 @@ const DEGENERATE_WORK: Work = 1_200_000;
 /// sets (`Encoder::degenerate_pins`), each a search in a context of its
 /// own and the pinned refinement here; no set starts past it.
 const DEGENERATE_TRY_WORK: Work = 3 * DEGENERATE_WORK;
+/// [`DEGENERATE_TRY_WORK`] in a first round (see `Encoder::degenerate_try_work`).
+const DEGENERATE_TRY_WORK_SLICED: Work = 2 * DEGENERATE_WORK;
 
 /// The most pins one search for degenerate parameters widens or releases,
 /// one per unsat core (see `Encoder::degenerate_values`).
@@ -2419,7 +2421,8 @@ impl<'a> Encoder<'a> {
         // when profiling.)
         let profiling = crate::profile::enabled();
         let (t0, w0) = (Instant::now(), if profiling { work_done() } else { 0 });
-        let found = self.aside(deadline, DEGENERATE_TRY_WORK, |this| this.degenerate(solver));
+        let work = self.degenerate_try_work();
+        let found = self.aside(deadline, work, |this| this.degenerate(solver));
         if profiling {
             let ended = if found.is_some() {
                 "degenerate found"
@@ -2429,6 +2432,18 @@ impl<'a> Encoder<'a> {
             crate::profile::record(ended, t0.elapsed(), work_done() - w0);
         }
         found
+    }
+
+    /// The work of one try of degenerate parameters: less in a first
+    /// round, whose slice is small (on ggml every try that found a witness
+    /// took under 1.9 M units; im2col_3d_kernel's that found none, 3.5 M
+    /// each, in a first round whose obligations then passed in the second).
+    fn degenerate_try_work(&self) -> Work {
+        if self.sliced {
+            DEGENERATE_TRY_WORK_SLICED
+        } else {
+            DEGENERATE_TRY_WORK
+        }
     }
 
     /// Degenerate parameters (see `degenerate_pins`): those in nonlinear
@@ -2449,7 +2464,7 @@ impl<'a> Encoder<'a> {
         for (set, pins) in self.degenerate_pins().into_iter().enumerate() {
             // The sets after the first three run on what those left (pin
             // sets that contradict the facts fail in a few thousand units).
-            if work_done() - started >= DEGENERATE_TRY_WORK {
+            if work_done() - started >= self.degenerate_try_work() {
                 break;
             }
             let named: Pins = pins.iter().map(|(v, c)| (v.to_string(), *c)).collect();
