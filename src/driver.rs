@@ -2092,6 +2092,7 @@ fn for_any_launch(
     // Instantiations with one model are searched once (see `check_key`).
     let mut searched = crate::hash::HashSet::default();
     let mut pending = Vec::new();
+    let mut steps = crate::obligation::probe::KERNEL_STEPS;
     let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
     for (k, models) in e.kernels.iter().zip(models) {
         // Each condition needs one alarm: once both have theirs (or were
@@ -2115,6 +2116,10 @@ fn for_any_launch(
         }
         if proved[0] && !has(&found, Condition::Memory) {
             mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving);
+            // Leads first (`obligation::probe`), in the first round.
+            let t0 = std::time::Instant::now();
+            mopts.leads = crate::obligation::probe::leads(k, &[], &mopts.shape, options.lower.warp_size, &mut steps);
+            crate::profile::record("probe", t0.elapsed(), 0);
             let rounds = crate::obligation::Rounds::One(0, Vec::new());
             let memory = crate::obligation::check_memory_rounds(k, &model, &mopts, rounds);
             found.extend(memory.alarms.into_iter().take(1));
