@@ -467,11 +467,7 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
     let warp = warp_size.max(1);
     let [bx, by, bz] = launch.block;
     let threads = bx * by * bz;
-    let first = |t: u32| matches!(t % warp, 0 | 1) || t % warp == warp - 1 || t + 1 == threads;
-    let order: Vec<u32> = (0..threads)
-        .filter(|&t| first(t))
-        .chain((0..threads).filter(|&t| !first(t)))
-        .collect();
+    let order = thread_order(threads, warp);
     for (b, bid) in blocks.iter().enumerate() {
         for &linear in &order {
             if steps >= limit || found.leads.len() >= LEADS {
@@ -523,6 +519,33 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
         }
     }
     steps
+}
+
+/// The order a block's threads run in: lanes 0, 1 and the last of every
+/// warp, the block's last thread, then the other lanes in bit-reversed
+/// order (16, 8, 24, 4…), each of every warp: a run cut short by its
+/// budget has met lanes far apart and near, in every warp.
+fn thread_order(threads: u32, warp: u32) -> Vec<u32> {
+    let bits = warp.next_power_of_two().trailing_zeros();
+    let reversed = |l: u32| if bits == 0 { 0 } else { l.reverse_bits() >> (32 - bits) };
+    let mut lanes: Vec<u32> = vec![0, 1.min(warp - 1), warp - 1];
+    lanes.extend((0..warp.next_power_of_two()).map(reversed).filter(|&l| l < warp));
+    let mut seen = vec![false; threads as usize];
+    let mut order = Vec::with_capacity(threads as usize);
+    let mut take = |t: u32, order: &mut Vec<u32>| {
+        if t < threads && !std::mem::replace(&mut seen[t as usize], true) {
+            order.push(t);
+        }
+    };
+    for (at, &lane) in lanes.iter().enumerate() {
+        for w in 0..threads.div_ceil(warp) {
+            take(w * warp + lane, &mut order);
+        }
+        if at == 2 {
+            take(threads - 1, &mut order);
+        }
+    }
+    order
 }
 
 /// Keeps `maker` in `list` unless one like it (`like`, same access kind)
@@ -1156,6 +1179,16 @@ mod tests {
         );
         let (_, _, values) = found.first().expect("a lead at stride 0");
         assert_eq!(value(values, Leaf::Param(1)), Some(0));
+    }
+
+    #[test]
+    fn every_thread_runs_once_lanes_far_apart_first() {
+        let order = thread_order(70, 32);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..70).collect::<Vec<_>>());
+        assert_eq!(&order[..10], &[0, 32, 64, 1, 33, 65, 31, 63, 69, 16]);
+        assert_eq!(thread_order(1, 32), [0]);
     }
 
     #[test]
