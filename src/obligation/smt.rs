@@ -2145,12 +2145,35 @@ impl<'a> Encoder<'a> {
                     eprintln!("  widest grid: {} pins", widest.len());
                 }
                 if !widest.is_empty() {
-                    // As the pass has it, then with wrap-around even in the
-                    // pass without it: the widest launch is where index
-                    // arithmetic wraps.
+                    // With the degenerate parameters' first set as well, and
+                    // wrap-around: what the largest launch leaves nonlinear
+                    // they make linear (`rowx * ncols` at `ncols = 1`), and
+                    // a flat index that wraps at 2^32 blocks is then a
+                    // linear congruence (softmax's rows). Then as the pass
+                    // has it, then with wrap-around even in the pass without
+                    // it: the widest launch is where index arithmetic wraps.
+                    let degenerate: Vec<Bool> = self
+                        .degenerate_pins()
+                        .into_iter()
+                        .next()
+                        .map(|set| set.iter().map(|(v, c)| v.eq(int(*c))).collect())
+                        .unwrap_or_default();
                     let found = self.heuristic(&mut deadline, slice, |this, cap| {
                         let _s = crate::profile::stage("widest");
                         let no_wrap = this.no_wrap();
+                        if !degenerate.is_empty() {
+                            let own = (work_done() + slice / 4).min(cap);
+                            let pins: Vec<Bool> = widest.iter().chain(&degenerate).cloned().collect();
+                            let side = this.copy_without(solver, &pins, &no_wrap);
+                            let w0 = work_done();
+                            let found = this.pinned_from(solver, side, own, false);
+                            if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                                eprintln!("  widest and degenerate: {} after {} units", found.is_some(), work_done() - w0);
+                            }
+                            if found.is_some() {
+                                return found;
+                            }
+                        }
                         let own = (work_done() + slice / 2).min(cap);
                         this.pinned_sharing(solver, &widest, own, false).or_else(|| {
                             if no_wrap.is_empty() {
