@@ -2168,7 +2168,11 @@ impl<'a> Encoder<'a> {
                             let w0 = work_done();
                             let found = this.pinned_from(solver, side, own, false);
                             if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
-                                eprintln!("  widest and degenerate: {} after {} units", found.is_some(), work_done() - w0);
+                                eprintln!(
+                                    "  widest and degenerate: {} after {} units",
+                                    found.is_some(),
+                                    work_done() - w0
+                                );
                             }
                             if found.is_some() {
                                 return found;
