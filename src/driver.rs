@@ -1705,15 +1705,20 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
     if options.settle && memory == Verdict::Unknown {
         memory_budget = unpassable;
     }
-    // Leads first (`obligation::probe`): each job's concrete runs, and the
-    // solver on the accesses they left unordered, before any job's rounds:
-    // an alarm in the last instantiation then costs little more than one
-    // in the first. Only where the first alarm settles the condition.
-    if options.settle && memory != Verdict::Alarm {
-        let mut steps = crate::obligation::probe::KERNEL_STEPS;
+    // Leads (`obligation::probe`) of every job: its concrete runs within
+    // `steps`, and the solver on the accesses they left unordered, each
+    // within `lead_work` and all within `limit` of the budget; the first
+    // confirmed alarm.
+    let search_leads = |mut steps: crate::obligation::probe::Budget,
+                        lead_work: crate::obligation::smt::Work,
+                        limit: crate::obligation::smt::Work,
+                        jobs: &mut Vec<Job>,
+                        models: &mut Vec<Models>,
+                        assumptions: &mut Vec<String>|
+     -> Option<crate::obligation::MemoryResult> {
         let mut failed = 0;
         for i in 0..jobs.len() {
-            if exhausted(memory_budget) || steps == 0 || failed >= LEADS_FAILED {
+            if exhausted(limit) || steps.left == 0 || failed >= LEADS_FAILED {
                 break;
             }
             let k = &e.kernels[jobs[i].instantiation];
@@ -1729,11 +1734,12 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             if leads.is_empty() {
                 continue;
             }
-            let built = model_of(i, &mut jobs, &mut models, &mut assumptions);
+            let built = model_of(i, jobs, models, assumptions);
             let mut mopts = jobs[i].mopts.clone();
-            mopts.budget = memory_budget.saturating_sub(spent());
+            mopts.budget = limit.saturating_sub(spent());
             mopts.deadline = Some(deadline);
             mopts.leads = leads;
+            mopts.lead_work = lead_work;
             let _s = crate::profile::stage("memory");
             let result =
                 crate::obligation::check_memory_rounds(k, &built.model, &mopts, crate::obligation::Rounds::Leads);
@@ -1742,14 +1748,33 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
             }
             failed += result.stats.solved - result.stats.sat;
             if result.verdict == Verdict::Alarm {
-                memory = Verdict::Alarm;
-                alarms.extend(result.alarms);
-                extend_new(&mut unknowns, result.unknowns);
-                extend_new(&mut assumptions, result.assumptions);
-                break;
+                return Some(result);
             }
         }
+        None
+    };
+    // Leads first, before any job's rounds: an alarm in the last
+    // instantiation then costs little more than one in the first. Only
+    // where the first alarm settles the condition.
+    if options.settle && memory != Verdict::Alarm {
+        let first = crate::obligation::probe::Budget::first();
+        let lead_work = crate::obligation::LEAD_WORK;
+        if let Some(result) = search_leads(
+            first,
+            lead_work,
+            memory_budget,
+            &mut jobs,
+            &mut models,
+            &mut assumptions,
+        ) {
+            memory = Verdict::Alarm;
+            alarms.extend(result.alarms);
+            extend_new(&mut unknowns, result.unknowns);
+            extend_new(&mut assumptions, result.assumptions);
+        }
     }
+    // Once no pass is in reach (see below), deeper runs, once.
+    let mut searched_deep = false;
     {
         // Each round of every job, then the next round of those that left
         // obligations undecided (see `obligation::Rounds`).
@@ -1813,6 +1838,23 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 // (34.7 -> 24.4 M); both stay unknown, as before.
                 if result.out_of_reach {
                     memory_budget = memory_budget.min(unpassable);
+                }
+                // With no pass in reach only an alarm settles the condition:
+                // the runs go deeper (`probe::Budget::deep`), with work of
+                // their own. On ggml: flash_attn_ext_f16's tile_Q race, in
+                // its sixth instantiation, which the rounds never reach.
+                if options.settle && result.out_of_reach && !searched_deep && result.verdict != Verdict::Alarm {
+                    searched_deep = true;
+                    let deep = crate::obligation::probe::Budget::deep();
+                    let lead_work = crate::obligation::DEEP_LEAD_WORK;
+                    let limit = (spent() + 2 * lead_work).min(budget);
+                    if let Some(found) = search_leads(deep, lead_work, limit, &mut jobs, &mut models, &mut assumptions)
+                    {
+                        memory = Verdict::Alarm;
+                        alarms.extend(found.alarms);
+                        extend_new(&mut unknowns, found.unknowns);
+                        extend_new(&mut assumptions, found.assumptions);
+                    }
                 }
                 // An alarm stands whatever a later round decides.
                 if result.undecided.is_empty() || result.verdict == Verdict::Alarm {
@@ -2092,7 +2134,7 @@ fn for_any_launch(
     // Instantiations with one model are searched once (see `check_key`).
     let mut searched = crate::hash::HashSet::default();
     let mut pending = Vec::new();
-    let mut steps = crate::obligation::probe::KERNEL_STEPS;
+    let mut steps = crate::obligation::probe::Budget::first();
     let has = |found: &[crate::verdict::Alarm], c: Condition| found.iter().any(|a| a.condition == c);
     for (k, models) in e.kernels.iter().zip(models) {
         // Each condition needs one alarm: once both have theirs (or were

@@ -47,11 +47,18 @@ pub struct MemoryOptions {
     /// Accesses a concrete run left unordered (`probe`), tried before the
     /// rounds with the run's values pinned.
     pub leads: Vec<probe::Lead>,
+    /// The work each lead's pinned query gets.
+    pub lead_work: smt::Work,
 }
 
 /// The work a lead's pinned query gets: linear once pinned, it is decided
 /// in a few thousand units or not soon.
-const LEAD_WORK: smt::Work = 40 * smt::WORK_PER_MS;
+pub const LEAD_WORK: smt::Work = 40 * smt::WORK_PER_MS;
+
+/// [`LEAD_WORK`] after deep runs (`probe::Budget::deep`): a pipelined
+/// kernel's pinned query is still large (flash_attn_ext_f16's tile_Q
+/// race: 2.6 M units).
+pub const DEEP_LEAD_WORK: smt::Work = 800 * smt::WORK_PER_MS;
 
 /// The first round gives each obligation this fraction of its work.
 pub(crate) const FIRST_ROUND_SHARE: smt::Work = 8;
@@ -103,6 +110,7 @@ impl Default for MemoryOptions {
             settle: false,
             undecided_before: 0,
             leads: Vec::new(),
+            lead_work: LEAD_WORK,
         }
     }
 }
@@ -760,7 +768,7 @@ impl Run<'_> {
                 let t0 = Instant::now();
                 let profiling = crate::profile::enabled();
                 let w0 = if profiling { smt::work_done() } else { 0 };
-                encoder.set_allowance(work.min(LEAD_WORK));
+                encoder.set_allowance(work.min(self.options.lead_work));
                 encoder.set_sliced(true);
                 let outcome = encoder.check_pair_at(i, j, shared, &values);
                 if profiling {

@@ -82,7 +82,7 @@ const CANDIDATES: usize = 24;
 /// 10 ms.
 const STEPS: u64 = 250_000;
 /// Evaluation steps for all the jobs of one kernel (see [`leads`]).
-pub const KERNEL_STEPS: u64 = 1_000_000;
+const KERNEL_STEPS: u64 = 1_000_000;
 /// Iterations of one loop in one thread before the thread is stopped.
 const ITERATIONS: u64 = 1 << 14;
 /// Leads reported at most.
@@ -94,9 +94,48 @@ const THREADS: u32 = 1024;
 /// Values drawn for integer parameters.
 const PARAM_VALUES: [i128; 14] = [1, 2, 3, 4, 8, 16, 32, 64, 0, 5, 7, 128, 256, 33];
 
+/// What the runs of one kernel may spend, in evaluation steps.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// For all the runs of the kernel's jobs; what is left.
+    pub left: u64,
+    /// For one launch.
+    pub per_launch: u64,
+    /// Launches per job at most.
+    pub launches: usize,
+}
+
+impl Budget {
+    /// A kernel's runs before its obligations: a few tens of milliseconds.
+    pub fn first() -> Budget {
+        Budget {
+            left: KERNEL_STEPS,
+            per_launch: STEPS,
+            launches: LAUNCHES,
+        }
+    }
+
+    /// A kernel whose memory condition has no pass in reach
+    /// (`MemoryResult::out_of_reach`): only an alarm can settle it, so
+    /// the runs go deeper, the first two launches of each job for up to
+    /// a second (a pipelined kernel's thread runs 10^5 steps a tile;
+    /// flash_attn_ext_f16's tile_Q race needs two tiles).
+    pub fn deep() -> Budget {
+        Budget {
+            left: DEEP_KERNEL_STEPS,
+            per_launch: DEEP_STEPS,
+            launches: 2,
+        }
+    }
+}
+
+/// [`Budget::deep`]'s steps per launch and per kernel.
+const DEEP_STEPS: u64 = 2_000_000;
+const DEEP_KERNEL_STEPS: u64 = 40_000_000;
+
 /// The leads of `kernel` at small launches of `shape` that satisfy `facts`,
-/// within `budget` evaluation steps (what is left of it is returned in it).
-pub fn leads(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32, budget: &mut u64) -> Vec<Lead> {
+/// within `budget` (what is left of it is returned in it).
+pub fn leads(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32, budget: &mut Budget) -> Vec<Lead> {
     // Objects no thread writes cannot race: their accesses are not kept.
     let mut written = vec![false; kernel.objects.len()];
     kernel.body.walk(&mut |s| {
@@ -109,13 +148,16 @@ pub fn leads(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u3
     }
     let mut found = Found::default();
     let debug = std::env::var_os("WARPDRF_DEBUG_PROBE").is_some();
-    for launch in launches(kernel, facts, shape, warp_size) {
-        if *budget == 0 {
+    for launch in launches(kernel, facts, shape, warp_size)
+        .into_iter()
+        .take(budget.launches)
+    {
+        if budget.left == 0 {
             break;
         }
-        let limit = STEPS.min(*budget);
+        let limit = budget.per_launch.min(budget.left);
         let spent = run(kernel, &launch, warp_size, limit, &written, &mut found);
-        *budget = budget.saturating_sub(spent);
+        budget.left = budget.left.saturating_sub(spent);
         if debug {
             eprintln!("probe {} {launch:?}: {} leads", kernel.name, found.leads.len());
         }
@@ -1059,7 +1101,7 @@ mod tests {
             unit_grid: used_grid.map(|u| !u),
             ..Shape::default()
         };
-        let mut budget = KERNEL_STEPS;
+        let mut budget = Budget::first();
         let line = |s: Span| src[..s.start as usize].matches('\n').count() + 1;
         leads(&k, &[], &shape, 32, &mut budget)
             .into_iter()
