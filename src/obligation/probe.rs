@@ -448,7 +448,16 @@ struct Consts<'a> {
 impl Consts<'_> {
     fn eval(&self, e: &Expr) -> Option<i128> {
         let mut steps = 0;
-        let mut x = Exec::new(self.kernel, self.launch, self.warp_size, [0; 3], [0; 3], &mut steps);
+        let mut vars = Vars::default();
+        let mut x = Exec::new(
+            self.kernel,
+            self.launch,
+            self.warp_size,
+            [0; 3],
+            [0; 3],
+            &mut steps,
+            &mut vars,
+        );
         x.uniform_only = true;
         x.eval(e)
     }
@@ -510,13 +519,14 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
     let [bx, by, bz] = launch.block;
     let threads = bx * by * bz;
     let order = thread_order(threads, warp);
+    let mut vars = Vars::default();
     for (b, bid) in blocks.iter().enumerate() {
         for &linear in &order {
             if steps >= limit || found.leads.len() >= LEADS {
                 return steps;
             }
             let tid = [linear % bx, linear / bx % by, linear / (bx * by)];
-            let mut x = Exec::new(kernel, launch, warp_size, tid, *bid, &mut steps);
+            let mut x = Exec::new(kernel, launch, warp_size, tid, *bid, &mut steps, &mut vars);
             x.limit = limit;
             x.written = written;
             x.run();
@@ -658,6 +668,40 @@ enum Flow {
     Stop,
 }
 
+/// A thread's variables, kept for the next thread: a generation stamp
+/// per slot says whether this thread has set it, so that starting a
+/// thread costs nothing however many variables the kernel has.
+#[derive(Default)]
+struct Vars {
+    values: Vec<i128>,
+    stamps: Vec<u32>,
+    generation: u32,
+}
+
+impl Vars {
+    /// Every variable unset (for the next thread).
+    fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.stamps.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
+    }
+
+    fn get(&self, at: usize) -> Option<i128> {
+        (self.stamps.get(at) == Some(&self.generation)).then(|| self.values[at])
+    }
+
+    fn set(&mut self, at: usize, v: i128) {
+        if at >= self.values.len() {
+            self.values.resize(at + 1, 0);
+            self.stamps.resize(at + 1, 0);
+        }
+        self.values[at] = v;
+        self.stamps[at] = self.generation;
+    }
+}
+
 /// One thread's execution.
 struct Exec<'a> {
     kernel: &'a Kernel,
@@ -665,7 +709,7 @@ struct Exec<'a> {
     warp_size: u32,
     tid: [u32; 3],
     bid: [u32; 3],
-    vars: Vec<Option<i128>>,
+    vars: &'a mut Vars,
     /// Block, warp and grid phases: the barriers passed.
     phase: [u64; 3],
     steps: &'a mut u64,
@@ -690,14 +734,16 @@ impl<'a> Exec<'a> {
         tid: [u32; 3],
         bid: [u32; 3],
         steps: &'a mut u64,
+        vars: &'a mut Vars,
     ) -> Exec<'a> {
+        vars.clear();
         Exec {
             kernel,
             launch,
             warp_size,
             tid,
             bid,
-            vars: vec![None; kernel.vars.len()],
+            vars,
             phase: [0; 3],
             steps,
             limit: u64::MAX,
@@ -750,11 +796,14 @@ impl<'a> Exec<'a> {
 
     fn set(&mut self, var: crate::ir::VarId, v: i128) {
         let ty = self.kernel.vars[var.index()].ty;
-        self.vars[var.index()] = Some(if ty.is_int() || ty == ScalarTy::Bool {
-            ty.wrap(v)
-        } else {
-            v
-        });
+        self.vars.set(
+            var.index(),
+            if ty.is_int() || ty == ScalarTy::Bool {
+                ty.wrap(v)
+            } else {
+                v
+            },
+        );
     }
 
     fn stmt(&mut self, kind: &StmtKind, span: Span, site: Span) -> Flow {
@@ -969,13 +1018,13 @@ impl<'a> Exec<'a> {
                 if self.uniform_only {
                     return None;
                 }
-                match self.vars[v.index()] {
+                match self.vars.get(v.index()) {
                     Some(x) => x,
                     None => {
                         let ty = self.kernel.vars[v.index()].ty;
                         let x = self.arbitrary(ty, i128::from(v.0));
                         self.set(*v, x);
-                        self.vars[v.index()].expect("set above")
+                        self.vars.get(v.index()).expect("set above")
                     }
                 }
             }
