@@ -720,6 +720,26 @@ impl Run<'_> {
         found
     }
 
+    /// Records the alarm of records `i` and `j` that `witness` shows.
+    fn witnessed(
+        &mut self,
+        i: usize,
+        j: usize,
+        witness: crate::verdict::Witness,
+        input_dependent: bool,
+        stats: &mut Stats,
+    ) {
+        stats.sat += 1;
+        let space = self.kernel.objects[self.model.records[i].object.index()].space;
+        let found = smt::Found {
+            first: i,
+            second: j,
+            witness,
+            input_dependent,
+        };
+        self.alarm(found, space);
+    }
+
     /// Each lead of `options.leads` whose accesses are an obligation of
     /// `pairs`, with its run's values pinned (see `probe`): an alarm where
     /// the solver confirms it. With `settle`, the first ends the leads.
@@ -785,17 +805,7 @@ impl Run<'_> {
                     input_dependent,
                 } = outcome
                 {
-                    stats.sat += 1;
-                    let space = self.kernel.objects[self.model.records[i].object.index()].space;
-                    self.alarm(
-                        smt::Found {
-                            first: i,
-                            second: j,
-                            witness: *witness,
-                            input_dependent,
-                        },
-                        space,
-                    );
+                    self.witnessed(i, j, *witness, input_dependent, stats);
                 }
             }
         }
@@ -899,17 +909,7 @@ impl Run<'_> {
                 witness,
                 input_dependent,
             } => {
-                stats.sat += 1;
-                let space = self.kernel.objects[self.model.records[i].object.index()].space;
-                self.alarm(
-                    smt::Found {
-                        first: i,
-                        second: j,
-                        witness: *witness,
-                        input_dependent,
-                    },
-                    space,
-                );
+                self.witnessed(i, j, *witness, input_dependent, stats);
                 Some(true)
             }
         }
