@@ -85,6 +85,8 @@ const STEPS: u64 = 250_000;
 const KERNEL_STEPS: u64 = 1_000_000;
 /// Iterations of one loop in one thread before the thread is stopped.
 const ITERATIONS: u64 = 1 << 14;
+/// Words (4 bytes) entered in a run's meeting maps at most: some 100 MiB.
+const WORDS: usize = 1 << 20;
 /// Leads reported at most.
 const LEADS: usize = 8;
 /// Blocks run per launch at most (the first two and the last).
@@ -520,9 +522,12 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
     let threads = bx * by * bz;
     let order = thread_order(threads, warp);
     let mut vars = Vars::default();
+    // Words entered in the meeting maps: bounded, so that a run of wide
+    // accesses or ranges keeps its memory small.
+    let mut entered = 0usize;
     for (b, bid) in blocks.iter().enumerate() {
         for &linear in &order {
-            if steps >= limit || found.leads.len() >= LEADS {
+            if steps >= limit || found.leads.len() >= LEADS || entered >= WORDS {
                 return steps;
             }
             let tid = [linear % bx, linear / bx % by, linear / (bx * by)];
@@ -545,6 +550,7 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
                 let object = kernel.objects[event.access.object.index()].space;
                 let first = event.lo.div_euclid(4);
                 let last = (event.hi - 1).div_euclid(4).min(first + 15);
+                entered += (last - first + 1) as usize;
                 for word in first..=last {
                     let key = (event.access.object.0, b, event.phase[2], event.phase[0], word);
                     let list = within.entry(key).or_default();
