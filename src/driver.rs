@@ -1722,7 +1722,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 break;
             }
             let k = &e.kernels[jobs[i].instantiation];
-            let t0 = std::time::Instant::now();
             let leads = crate::obligation::probe::leads(
                 k,
                 &jobs[i].facts,
@@ -1730,7 +1729,6 @@ fn check_entry(e: &KernelEntry, options: &Options) -> KernelResult {
                 options.lower.warp_size,
                 &mut steps,
             );
-            crate::profile::record("probe", t0.elapsed(), 0);
             if leads.is_empty() {
                 continue;
             }
@@ -2159,9 +2157,7 @@ fn for_any_launch(
         if proved[0] && !has(&found, Condition::Memory) {
             mopts.budget = budget.saturating_sub(crate::obligation::smt::work_done() - solving);
             // Leads first (`obligation::probe`), in the first round.
-            let t0 = std::time::Instant::now();
             mopts.leads = crate::obligation::probe::leads(k, &[], &mopts.shape, options.lower.warp_size, &mut steps);
-            crate::profile::record("probe", t0.elapsed(), 0);
             let rounds = crate::obligation::Rounds::One(0, Vec::new());
             let memory = crate::obligation::check_memory_rounds(k, &model, &mopts, rounds);
             found.extend(memory.alarms.into_iter().take(1));

@@ -138,6 +138,20 @@ const DEEP_KERNEL_STEPS: u64 = 40_000_000;
 /// The leads of `kernel` at small launches of `shape` that satisfy `facts`,
 /// within `budget` (what is left of it is returned in it).
 pub fn leads(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32, budget: &mut Budget) -> Vec<Lead> {
+    let t0 = std::time::Instant::now();
+    let found = leads_within(kernel, facts, shape, warp_size, budget);
+    crate::profile::record("probe", t0.elapsed(), 0);
+    found
+}
+
+/// [`leads`], unprofiled.
+fn leads_within(
+    kernel: &Kernel,
+    facts: &[LaunchFact],
+    shape: &Shape,
+    warp_size: u32,
+    budget: &mut Budget,
+) -> Vec<Lead> {
     // Objects no thread writes cannot race: their accesses are not kept.
     let mut written = vec![false; kernel.objects.len()];
     kernel.body.walk(&mut |s| {
@@ -211,7 +225,8 @@ fn hash(parts: &[i128]) -> u64 {
 /// Up to [`LAUNCHES`] launches of `shape` whose parameters satisfy `facts`:
 /// every parameter 4; then strides 0 (see [`strides`]) and the rest 4, so
 /// that rows, planes and steps fall onto one another; every parameter 1;
-/// strides 0 and sizes 300 (two blocks of 256, ragged); then drawn values. A fact `p == e` sets `p` (or an extent).
+/// strides 0 and sizes 300 (two blocks of 256, ragged); then drawn
+/// values. A fact `p == e` sets `p` (or an extent).
 fn launches(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32) -> Vec<Launch> {
     let mut draw = Draw(0x5eed);
     // Strides, but not the parameters the facts constrain (sizes).
@@ -342,6 +357,14 @@ fn strides(kernel: &Kernel) -> Vec<bool> {
         .collect()
 }
 
+impl Launch {
+    /// The thread index of the block's `linear`th thread (`x` fastest).
+    fn thread(&self, linear: u32) -> [u32; 3] {
+        let [bx, by, _] = self.block;
+        [linear % bx, linear / bx % by, linear / (bx * by)]
+    }
+}
+
 fn same(a: &Launch, b: &Launch) -> bool {
     a.block == b.block && a.grid == b.grid && a.params == b.params && a.syms == b.syms
 }
@@ -465,7 +488,7 @@ impl Consts<'_> {
     }
 }
 
-/// A thread's accesses so far, and what the runs found.
+/// What the runs found: the leads, and the pairs of accesses they name.
 #[derive(Default)]
 struct Found {
     leads: Vec<Lead>,
@@ -495,10 +518,9 @@ struct Maker {
     event: Event,
 }
 
-/// Runs the blocks of `launch` for at most `limit` steps and adds the
-/// leads they show to `found`; the steps it took. Each warp's first two
-/// lanes and its last run first, so that a run cut short has met every
-/// warp.
+/// Runs the blocks of `launch` for at most `limit` steps, threads in
+/// [`thread_order`], and adds the leads they show to `found`; the steps
+/// it took.
 fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[bool], found: &mut Found) -> u64 {
     let blocks: Vec<[u32; 3]> = {
         let n = launch.grid.iter().map(|&g| u64::from(g)).product::<u64>();
@@ -518,8 +540,7 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
     let mut across: HashMap<(u32, u64, i128), Vec<Maker>> = HashMap::default();
     let mut steps = 0u64;
     let warp = warp_size.max(1);
-    let [bx, by, bz] = launch.block;
-    let threads = bx * by * bz;
+    let threads: u32 = launch.block.iter().product();
     let order = thread_order(threads, warp);
     let mut vars = Vars::default();
     // Words entered in the meeting maps: bounded, so that a run of wide
@@ -530,7 +551,7 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
             if steps >= limit || found.leads.len() >= LEADS || entered >= WORDS {
                 return steps;
             }
-            let tid = [linear % bx, linear / bx % by, linear / (bx * by)];
+            let tid = launch.thread(linear);
             let mut x = Exec::new(kernel, launch, warp_size, tid, *bid, &mut steps, &mut vars);
             x.limit = limit;
             x.written = written;
@@ -555,11 +576,12 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
                     let key = (event.access.object.0, b, event.phase[2], event.phase[0], word);
                     let list = within.entry(key).or_default();
                     for other in list.iter() {
-                        if other.thread != linear && conflicts(&other.event, &event, other.warp == maker.warp) {
-                            let same_warp = other.warp == maker.warp;
-                            if !same_warp || other.warp_phase == maker.warp_phase {
-                                found.add(other, &maker, launch, &blocks);
-                            }
+                        let same_warp = other.warp == maker.warp;
+                        if other.thread != linear
+                            && conflicts(&other.event, &event, same_warp)
+                            && (!same_warp || other.warp_phase == maker.warp_phase)
+                        {
+                            found.add(other, &maker, launch, &blocks);
                         }
                     }
                     keep(list, maker, |m| m.thread == linear);
@@ -649,9 +671,8 @@ impl Found {
             let i = d as usize;
             values.push((Leaf::Builtin(Builtin::BlockDim(d), 0), i128::from(launch.block[i])));
             values.push((Leaf::Builtin(Builtin::GridDim(d), 0), i128::from(launch.grid[i])));
-            let [bx, by, _] = launch.block;
             for (inst, m) in [first, second].into_iter().enumerate() {
-                let tid = [m.thread % bx, m.thread / bx % by, m.thread / (bx * by)];
+                let tid = launch.thread(m.thread);
                 values.push((Leaf::Builtin(Builtin::ThreadIdx(d), inst), i128::from(tid[i])));
                 values.push((
                     Leaf::Builtin(Builtin::BlockIdx(d), inst),

@@ -591,6 +591,11 @@ fn param_name(i: u32) -> String {
     format!("param{i}")
 }
 
+/// The name of kernel symbol `i` (`ir::SymId`) as a leaf.
+fn sym_name(i: u32) -> String {
+    format!("sym{i}")
+}
+
 /// The group two thread instances are in and the loop counters they share
 /// (both at the same iteration), with the scopes of the terms met so far
 /// under those counters (`AccessModel::scope_memo`).
@@ -1076,7 +1081,7 @@ impl<'a> Encoder<'a> {
 
     fn sym_const(&mut self, i: u32, ty: ScalarTy) -> Dynamic {
         let interval = self.sym_interval(i, ty);
-        self.uniform_leaf(format!("sym{i}"), ty, interval)
+        self.uniform_leaf(sym_name(i), ty, interval)
     }
 
     /// The values of a kernel symbol: its type's range, except that the size
@@ -1993,7 +1998,7 @@ impl<'a> Encoder<'a> {
         let mut deadline = work_done() + self.allowance;
         self.clock = self.clock_for(self.allowance);
         // A lead's values, pinned where the query has their leaves.
-        if let Some(values) = self.lead.clone() {
+        if let Some(values) = self.lead.take() {
             let pins: Vec<Bool> = values
                 .iter()
                 .filter(|(n, _)| self.declared.contains(n))
@@ -3656,16 +3661,14 @@ impl<'a> Encoder<'a> {
             .filter_map(|&(leaf, v)| {
                 let name = match leaf {
                     probe::Leaf::Param(p) => param_name(p),
-                    probe::Leaf::Sym(i) => format!("sym{i}"),
+                    probe::Leaf::Sym(i) => sym_name(i),
                     probe::Leaf::Builtin(b, inst) => builtin_name(b, inst)?,
                 };
                 Some((name, v))
             })
             .collect();
-        self.hints.clear();
-        // No degenerate parameters: the lead's values are the try.
-        self.degenerate_tries = 2;
-        self.degenerate_cores.clear();
+        // `solve` tries the lead and returns before any heuristic (hints,
+        // degenerate parameters) would read this obligation's state.
         self.pass = Pass::Exact;
         self.lead = Some(named);
         let out = self.check_pair_once(i, j, shared);
