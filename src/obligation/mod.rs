@@ -949,6 +949,53 @@ mod tests {
     }
 
     #[test]
+    fn a_lead_through_magic_number_division_is_confirmed_within_its_work() {
+        // Rows gathered over `blockIdx.x` and planes over `blockIdx.z`
+        // (split by a magic-number division): at a destination stride of
+        // 0 two blocks write one row. The run's values, pinned, fix a
+        // factor of every product and the divisor of every division:
+        // exact at once, the pinned query is linear.
+        let src = "struct magic { unsigned mul, shift, div; };\n\
+                   __device__ unsigned divide(unsigned n, magic m) { return (__umulhi(n, m.mul) + n) >> m.shift; }\n\
+                   __global__ void gather(const float *src, const int *idx, float *dst, long ncols, long nrows,\n\
+                   magic planes, unsigned long s1, unsigned long s2, unsigned long s3, unsigned long ssrc) {\n\
+                   for (long z = blockIdx.z; z < nrows * (long) planes.div; z += gridDim.z) {\n\
+                   const int row = blockIdx.x;\n\
+                   const unsigned q = divide((unsigned) z, planes);\n\
+                   const unsigned p = (unsigned) z - q * planes.div;\n\
+                   float *d = dst + row * s1 + q * s2 + p * s3;\n\
+                   const float *s = src + idx[row + q + p] * ssrc;\n\
+                   for (long c = blockIdx.y * blockDim.x + threadIdx.x; c < ncols; c += gridDim.y * blockDim.x) {\n\
+                   d[c] = s[c];\n\
+                   }\n\
+                   }\n\
+                   }";
+        let k = crate::lower::tests::kernels(src).remove(0);
+        let (used_block, used_grid) = k.used_dims();
+        let shape = Shape {
+            block_dim: Some([256, 1, 1]),
+            block_known: [Some(256), Some(1), Some(1)],
+            unit_block: used_block.map(|u| !u),
+            unit_grid: used_grid.map(|u| !u),
+            ..Shape::default()
+        };
+        let mut steps = probe::Budget::first();
+        let leads = probe::leads(&k, &[], &shape, 32, &mut steps);
+        assert!(!leads.is_empty(), "the runs meet on a row");
+        let model = crate::passes::model(&k, 32, &[], shape.lanes_along_x(32));
+        let options = MemoryOptions {
+            shape,
+            settle: true,
+            max_alarms: 1,
+            leads,
+            ..MemoryOptions::default()
+        };
+        let result = check_memory_rounds(&k, &model, &options, Rounds::Leads);
+        assert_eq!(result.verdict, Verdict::Alarm, "{:?}", result.unknowns);
+        assert_eq!(result.alarms.len(), 1);
+    }
+
+    #[test]
     fn phases_differ_by_parity_sign_and_shared_leaves() {
         // 2x + 1 against 2y: never equal (odd against even).
         assert!(phases_differ(&form(1, &[(7, false, 2)]), &form(0, &[(7, false, 2)])));

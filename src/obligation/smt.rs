@@ -1999,11 +1999,12 @@ impl<'a> Encoder<'a> {
         self.clock = self.clock_for(self.allowance);
         // A lead's values, pinned where the query has their leaves.
         if let Some(values) = self.lead.take() {
-            let pins: Vec<Bool> = values
+            let mut pins: Vec<Bool> = values
                 .iter()
                 .filter(|(n, _)| self.declared.contains(n))
                 .map(|(n, v)| Int::new_const(n.as_str()).eq(int(*v)))
                 .collect();
+            pins.extend(self.exact_where_pinned(&values));
             return match self.pinned_to(solver, &pins, deadline) {
                 Some(m) => (SatResult::Sat, Some(m)),
                 None => (SatResult::Unknown, None),
@@ -2222,6 +2223,51 @@ impl<'a> Encoder<'a> {
             return (SatResult::Unknown, None);
         }
         (r, m)
+    }
+
+    /// The definitions of the abstractions that `values` (by leaf name)
+    /// make linear: a product with an operand they fix, a division by such
+    /// a divisor. Exact at once, where refinement would
+    /// need a round of lemmas per model.
+    fn exact_where_pinned(&self, values: &[(String, i128)]) -> Vec<Bool> {
+        let value_of = |t: &Int| -> Option<i128> {
+            let mut leaves = Vec::new();
+            constants_of(&Dynamic::from_ast(t), &mut leaves);
+            // (Leaves they leave free may drop out: a shift's amount past
+            // the width selects a free value, `1 << p` with `p` fixed
+            // small does not.)
+            let subs: Vec<(Int, Int)> = leaves
+                .iter()
+                .filter_map(|n| {
+                    let name = unquoted(n);
+                    let &(_, v) = values.iter().find(|(m, _)| m == name)?;
+                    Some((Int::new_const(name), int(v)))
+                })
+                .collect();
+            if subs.is_empty() {
+                return None;
+            }
+            let subs: Vec<(&Int, &Int)> = subs.iter().map(|(a, b)| (a, b)).collect();
+            t.substitute(&subs).simplify().as_i64().map(i128::from)
+        };
+        let mut out = Vec::new();
+        for pr in self.products.iter().filter(|p| !p.exact) {
+            if let Some(v) = value_of(&pr.y) {
+                out.push(pr.p.eq(Int::mul(&[int(v), pr.x.clone()])));
+            } else if let Some(v) = value_of(&pr.x) {
+                out.push(pr.p.eq(Int::mul(&[int(v), pr.y.clone()])));
+            } else if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                eprintln!("    lead: open product {} * {}", pr.x, pr.y);
+            }
+        }
+        for dv in self.divisions.iter().filter(|d| !d.exact) {
+            if let Some(v) = value_of(&dv.y) {
+                out.push(Self::division_definition(&dv.x, &dv.y, &dv.q, &dv.r, Some(v)));
+            } else if std::env::var("WARPDRF_DEBUG_SMT").is_ok() {
+                eprintln!("    lead: open division {} / {}", dv.x, dv.y);
+            }
+        }
+        out
     }
 
     /// The pass without wrap-around's pins: every wrap count 0.
@@ -3656,7 +3702,7 @@ impl<'a> Encoder<'a> {
     /// with them pinned. Anything but a witness is unknown: the values are
     /// one run's, and prove nothing.
     pub fn check_pair_at(&mut self, i: usize, j: usize, shared: bool, values: &[(probe::Leaf, i128)]) -> Outcome {
-        let named = values
+        let named: Vec<(String, i128)> = values
             .iter()
             .filter_map(|&(leaf, v)| {
                 let name = match leaf {
@@ -3669,10 +3715,21 @@ impl<'a> Encoder<'a> {
             .collect();
         // `solve` tries the lead and returns before any heuristic (hints,
         // degenerate parameters) would read this obligation's state.
-        self.pass = Pass::Exact;
-        self.lead = Some(named);
-        let out = self.check_pair_once(i, j, shared);
+        // Without wrap-around first (runs seldom wrap, and the wrap
+        // quotients make the pinned query large), then exactly.
+        let full = self.allowance;
+        self.pass = Pass::Unwrapped;
+        self.allowance = full / 2;
+        self.lead = Some(named.clone());
+        let mut out = self.check_pair_once(i, j, shared);
+        if !matches!(out, Outcome::Sat { .. }) {
+            self.pass = Pass::Exact;
+            self.allowance = full - full / 2;
+            self.lead = Some(named);
+            out = self.check_pair_once(i, j, shared);
+        }
         self.lead = None;
+        self.allowance = full;
         match out {
             Outcome::Unsat => Outcome::Unknown("the run's values give no witness".into()),
             other => other,
