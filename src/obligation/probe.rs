@@ -89,8 +89,6 @@ const ITERATIONS: u64 = 1 << 14;
 const WORDS: usize = 1 << 20;
 /// Leads reported at most.
 const LEADS: usize = 8;
-/// Blocks run per launch at most (the first two and the last).
-const BLOCKS: usize = 3;
 /// Threads per block at most.
 const THREADS: u32 = 1024;
 /// Values drawn for integer parameters.
@@ -223,14 +221,16 @@ fn hash(parts: &[i128]) -> u64 {
 }
 
 /// Up to [`LAUNCHES`] launches of `shape` whose parameters satisfy `facts`:
-/// every parameter 4; then strides 0 (see [`strides`]) and the rest 4, so
-/// that rows, planes and steps fall onto one another; every parameter 1;
-/// strides 0 and sizes 300 (two blocks of 256, ragged); then drawn
-/// values. A fact `p == e` sets `p` (or an extent).
+/// every parameter 4; then strides 0 (see [`Roles`]) and the rest 4, so
+/// that rows, planes and steps fall onto one another; every parameter 1
+/// but shift amounts 0 (a magic-number division's `(1, 0, 1)` divides by
+/// 1); strides and shift amounts 0 and sizes 300 (two blocks of 256,
+/// ragged); then drawn values. Facts set or move parameters and extents
+/// (see [`satisfy`]).
 fn launches(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32) -> Vec<Launch> {
     let mut draw = Draw(0x5eed);
     // Strides, but not the parameters the facts constrain (sizes).
-    let mut stride = strides(kernel);
+    let Roles { mut stride, shift } = roles(kernel);
     for f in facts {
         f.expr.visit(&mut |x| {
             if let Expr::Param(i) = x {
@@ -249,7 +249,8 @@ fn launches(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32
         let grid: [u32; 3] = std::array::from_fn(|d| match shape.grid_dim {
             Some(g) => g[d].max(1),
             None if shape.unit_grid[d] => 1,
-            None if d == 0 => 2,
+            // Two blocks along every dimension the kernel reads, then drawn.
+            None if d == 0 || attempt < 4 => 2,
             None => draw.pick(&[1, 2]),
         });
         let params: Vec<i128> = kernel
@@ -261,6 +262,7 @@ fn launches(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32
                     0 => 4,
                     1 | 3 if stride[i] => 0,
                     1 => 4,
+                    2 | 3 if shift[i] => 0,
                     2 => 1,
                     // Sizes past a block of 256: two blocks, ragged ends.
                     3 => 300,
@@ -296,11 +298,26 @@ fn launches(kernel: &Kernel, facts: &[LaunchFact], shape: &Shape, warp_size: u32
     out
 }
 
-/// Per parameter, whether it is a stride: it reaches no condition (of a
-/// branch, a loop, a selection, an assumption, an access range), only
-/// values such as offsets. Flow-insensitive: a variable depends on every
-/// parameter any assignment to it reads.
+/// What each parameter does, as the runs' launches tell parameters apart.
+struct Roles {
+    /// It reaches no condition (of a branch, a loop, a selection, an
+    /// assumption, an access range) and no divisor, only values such as
+    /// offsets.
+    stride: Vec<bool>,
+    /// It reaches a shift's amount (`x >> p`: at 0 a magic-number
+    /// division by a multiplier of 1 divides by 1).
+    shift: Vec<bool>,
+}
+
+/// Per parameter, whether it is a stride (see [`Roles::stride`]).
+#[cfg(test)]
 fn strides(kernel: &Kernel) -> Vec<bool> {
+    roles(kernel).stride
+}
+
+/// The roles of `kernel`'s parameters. Flow-insensitive: a variable
+/// depends on every parameter any assignment to it reads.
+fn roles(kernel: &Kernel) -> Roles {
     let n = kernel.params.len();
     let mut deps: Vec<Vec<bool>> = vec![vec![false; n]; kernel.vars.len()];
     let reads = |e: &Expr, deps: &[Vec<bool>], out: &mut Vec<bool>| {
@@ -350,11 +367,29 @@ fn strides(kernel: &Kernel) -> Vec<bool> {
             })
         }),
     });
-    control
+    // A divisor is a size too: at 0 every thread that divides by it stops
+    // (cpy_f32_q's `i / (ne00 * ne01 * ne02)` before any access).
+    let mut shift = vec![false; n];
+    kernel.body.walk(&mut |st| {
+        st.for_each_expr(&mut |e| {
+            e.visit(&mut |x| match x {
+                Expr::Binary(BinOp::Div | BinOp::Rem, _, _, d) => reads(d, &deps, &mut control),
+                Expr::Binary(BinOp::Shl | BinOp::Shr, _, _, amount) => reads(amount, &deps, &mut shift),
+                _ => {}
+            })
+        })
+    });
+    let stride = control
         .iter()
         .zip(&kernel.params)
         .map(|(c, p)| !c && p.ty.is_int())
-        .collect()
+        .collect();
+    let shift = shift
+        .iter()
+        .zip(&kernel.params)
+        .map(|(s, p)| *s && p.ty.is_int())
+        .collect();
+    Roles { stride, shift }
 }
 
 impl Launch {
@@ -399,13 +434,15 @@ fn block_of(shape: &Shape, attempt: usize, draw: &mut Draw) -> [u32; 3] {
     block
 }
 
-/// Sets parameters from facts `p == e` (a few sweeps), then whether every
-/// fact holds.
+/// Sets parameters and extents from facts (a few sweeps), then whether
+/// every fact holds. A fact `x == e` sets `x`, one that bounds `x` by `e`
+/// (`x >= e`, `!(x < e)`, …) moves `x` to the bound where it is beyond,
+/// and `x % c == 0` moves `x` up to a multiple of `c`.
 fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size: u32) -> bool {
     if launch.block.iter().map(|&v| u64::from(v)).product::<u64>() > u64::from(THREADS) {
         return false;
     }
-    // The side of an equation that is a parameter or an extent, up to
+    // The side of a comparison that is a parameter or an extent, up to
     // conversions.
     fn settable(e: &Expr) -> Option<&Expr> {
         match e {
@@ -414,36 +451,83 @@ fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size
             _ => None,
         }
     }
+    let eval = |launch: &Launch, e: &Expr| {
+        Consts {
+            kernel,
+            launch,
+            warp_size,
+        }
+        .eval(e)
+    };
+    let current = |launch: &Launch, target: &Expr| match *target {
+        Expr::Param(i) => launch.params.get(i as usize).copied(),
+        Expr::Builtin(Builtin::GridDim(d)) => Some(i128::from(launch.grid[d as usize])),
+        Expr::Builtin(Builtin::BlockDim(d)) => Some(i128::from(launch.block[d as usize])),
+        _ => None,
+    };
+    let set = |launch: &mut Launch, target: &Expr, v: i128| match *target {
+        Expr::Param(i) => {
+            let ty = kernel.params[i as usize].ty;
+            launch.params[i as usize] = if ty.is_int() || ty == ScalarTy::Bool {
+                ty.wrap(v)
+            } else {
+                v
+            };
+        }
+        Expr::Builtin(Builtin::GridDim(d)) if (1..=i128::from(u32::MAX >> 1)).contains(&v) => {
+            launch.grid[d as usize] = v as u32;
+        }
+        Expr::Builtin(Builtin::BlockDim(d)) if (1..=i128::from(THREADS)).contains(&v) => {
+            launch.block[d as usize] = v as u32;
+        }
+        _ => {}
+    };
     for _ in 0..3 {
         for f in facts {
-            let Expr::Binary(BinOp::Eq, _, a, b) = &f.expr else {
-                continue;
+            let (negated, fact) = match &f.expr {
+                Expr::Unary(UnOp::Not, _, inner) => (true, &**inner),
+                e => (false, e),
             };
-            for (p, e) in [(a, b), (b, a)] {
-                let Some(target) = settable(p) else { continue };
-                let value = Consts {
-                    kernel,
-                    launch,
-                    warp_size,
+            let Expr::Binary(op, _, a, b) = fact else { continue };
+            let op = match (negated, *op) {
+                (false, op) => op,
+                (true, BinOp::Lt) => BinOp::Ge,
+                (true, BinOp::Le) => BinOp::Gt,
+                (true, BinOp::Gt) => BinOp::Le,
+                (true, BinOp::Ge) => BinOp::Lt,
+                (true, _) => continue,
+            };
+            // `x % c == 0`: `x` up to a multiple of `c`.
+            if op == BinOp::Eq {
+                for (r, z) in [(a, b), (b, a)] {
+                    let Expr::Binary(BinOp::Rem, _, x, c) = &**r else {
+                        continue;
+                    };
+                    let Some(target) = settable(x) else { continue };
+                    let (Some(0), Some(c), Some(now)) = (eval(launch, z), eval(launch, c), current(launch, target))
+                    else {
+                        continue;
+                    };
+                    if c > 0 && now.rem_euclid(c) != 0 {
+                        set(launch, target, (now.div_euclid(c) + 1) * c);
+                    }
                 }
-                .eval(e);
-                let Some(v) = value else { continue };
-                match *target {
-                    Expr::Param(i) => {
-                        let ty = kernel.params[i as usize].ty;
-                        launch.params[i as usize] = if ty.is_int() || ty == ScalarTy::Bool {
-                            ty.wrap(v)
-                        } else {
-                            v
-                        };
-                    }
-                    Expr::Builtin(Builtin::GridDim(d)) if (1..=i128::from(u32::MAX >> 1)).contains(&v) => {
-                        launch.grid[d as usize] = v as u32;
-                    }
-                    Expr::Builtin(Builtin::BlockDim(d)) if (1..=i128::from(THREADS)).contains(&v) => {
-                        launch.block[d as usize] = v as u32;
-                    }
-                    _ => {}
+            }
+            for (p, e, op) in [(a, b, op), (b, a, mirrored(op))] {
+                let Some(target) = settable(p) else { continue };
+                let (Some(v), Some(now)) = (eval(launch, e), current(launch, target)) else {
+                    continue;
+                };
+                let goal = match op {
+                    BinOp::Eq => Some(v),
+                    BinOp::Ge if now < v => Some(v),
+                    BinOp::Gt if now <= v => Some(v + 1),
+                    BinOp::Le if now > v => Some(v),
+                    BinOp::Lt if now >= v => Some(v - 1),
+                    _ => None,
+                };
+                if let Some(goal) = goal {
+                    set(launch, target, goal);
                 }
             }
         }
@@ -461,6 +545,17 @@ fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size
         }
         v.is_some_and(|v| v != 0)
     })
+}
+
+/// `op` with its operands swapped (`a < b` is `b > a`).
+fn mirrored(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Ge => BinOp::Le,
+        op => op,
+    }
 }
 
 /// Evaluation of launch-wide expressions (facts): parameters and extents.
@@ -518,22 +613,31 @@ struct Maker {
     event: Event,
 }
 
+/// The blocks a run takes from a grid of `grid`: the first, the next one
+/// along each dimension the grid extends in (blocks that differ in one
+/// index only, as rows of a tensor spread over `blockIdx.y` and
+/// `blockIdx.z` do), and the last.
+fn blocks_of(grid: [u32; 3]) -> Vec<[u32; 3]> {
+    let mut blocks = vec![[0; 3]];
+    for d in 0..3 {
+        if grid[d] > 1 {
+            let mut b = [0; 3];
+            b[d] = 1;
+            blocks.push(b);
+        }
+    }
+    let last = grid.map(|g| g.max(1) - 1);
+    if !blocks.contains(&last) {
+        blocks.push(last);
+    }
+    blocks
+}
+
 /// Runs the blocks of `launch` for at most `limit` steps, threads in
 /// [`thread_order`], and adds the leads they show to `found`; the steps
 /// it took.
 fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[bool], found: &mut Found) -> u64 {
-    let blocks: Vec<[u32; 3]> = {
-        let n = launch.grid.iter().map(|&g| u64::from(g)).product::<u64>();
-        let at = |i: u64| -> [u32; 3] {
-            let (gx, gy) = (u64::from(launch.grid[0]), u64::from(launch.grid[1]));
-            [(i % gx) as u32, (i / gx % gy) as u32, (i / (gx * gy)) as u32]
-        };
-        let mut ids: Vec<u64> = (0..n.min(BLOCKS as u64 - 1)).collect();
-        if n > ids.len() as u64 {
-            ids.push(n - 1);
-        }
-        ids.into_iter().map(at).collect()
-    };
+    let blocks = blocks_of(launch.grid);
     // In-block meetings: by (object, block, grid phase, block phase, word);
     // across blocks (global memory): by (object, grid phase, word).
     let mut within: HashMap<(u32, usize, u64, u64, i128), Vec<Maker>> = HashMap::default();
@@ -546,8 +650,8 @@ fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[
     // Words entered in the meeting maps: bounded, so that a run of wide
     // accesses or ranges keeps its memory small.
     let mut entered = 0usize;
-    for (b, bid) in blocks.iter().enumerate() {
-        for &linear in &order {
+    for &linear in &order {
+        for (b, bid) in blocks.iter().enumerate() {
             if steps >= limit || found.leads.len() >= LEADS || entered >= WORDS {
                 return steps;
             }
@@ -1120,10 +1224,39 @@ impl<'a> Exec<'a> {
                 for a in args {
                     parts.push(self.eval(a)?);
                 }
-                shaped(*ty, hash(&parts))
+                let name = self.kernel.ops.get(op.0 as usize).map_or("", |o| o.name.as_str());
+                match intrinsic(name, &parts[1..]) {
+                    Some(v) => ty.wrap(v),
+                    None => shaped(*ty, hash(&parts)),
+                }
             }
         })
     }
+}
+
+/// The value of the integer intrinsic `name` (of 32-bit operands) at
+/// `args`, where the runs know it: magic-number division (`__umulhi`)
+/// divides as the code means only when computed.
+fn intrinsic(name: &str, args: &[i128]) -> Option<i128> {
+    let u = |x: i128| (x as u32) as i128;
+    let s = |x: i128| (x as i32) as i128;
+    Some(match (name, args) {
+        ("__umulhi", &[a, b]) => (u(a) * u(b)) >> 32,
+        ("__mulhi", &[a, b]) => (s(a) * s(b)) >> 32,
+        ("__umul24", &[a, b]) => u(a & 0xff_ffff) * u(b & 0xff_ffff),
+        ("__mul24", &[a, b]) => {
+            let low = |x: i128| i128::from(((x as i32) << 8) >> 8);
+            low(a) * low(b)
+        }
+        ("__popc", &[a]) => i128::from((a as u32).count_ones()),
+        ("__clz", &[a]) => i128::from((a as u32).leading_zeros()),
+        ("__ffs", &[a]) => match a as u32 {
+            0 => 0,
+            v => i128::from(v.trailing_zeros() + 1),
+        },
+        ("__brev", &[a]) => i128::from((a as u32).reverse_bits()),
+        _ => return None,
+    })
 }
 
 /// An arbitrary value `h` as a value of `ty`: 0 to 7 for integers, a bit
@@ -1297,6 +1430,97 @@ mod tests {
         );
         let (_, _, values) = found.first().expect("a lead at stride 0");
         assert_eq!(value(values, Leaf::Param(1)), Some(0));
+    }
+
+    #[test]
+    fn a_divisor_is_a_size_and_a_shift_amount_is_told_apart() {
+        let k = crate::lower::tests::kernels(
+            "__global__ void k(float *out, long n, long d, long s, unsigned sh) {\n\
+             long i = threadIdx.x / d;\n\
+             if (i < n) { out[(i >> sh) * s] = 1.0f; }\n\
+             }",
+        )
+        .remove(0);
+        let roles = roles(&k);
+        // At `d` 0 every thread would stop at the division: not a stride.
+        // (`sh` reaches no condition either: a stride too.)
+        assert_eq!(roles.stride, [false, false, true, true]);
+        assert_eq!(roles.shift, [false, false, false, true]);
+    }
+
+    #[test]
+    fn facts_move_parameters_to_their_bounds_and_multiples() {
+        let k =
+            crate::lower::tests::kernels("__global__ void k(float *out, long n, long m) { out[threadIdx.x] = 1.0f; }")
+                .remove(0);
+        let param = |i: u32| Expr::Cast(ScalarTy::Int { bits: 64, signed: true }, Box::new(Expr::Param(i)));
+        let int = |v: i128| Expr::Int(v, ScalarTy::Int { bits: 64, signed: true });
+        let bin = |op, a, b| Expr::Binary(op, ScalarTy::Int { bits: 64, signed: true }, Box::new(a), Box::new(b));
+        let facts = [
+            // `n % 16 == 0` and `!(m < 9)`.
+            LaunchFact::evaluated(bin(BinOp::Eq, bin(BinOp::Rem, param(0), int(16)), int(0))),
+            LaunchFact::evaluated(Expr::Unary(
+                UnOp::Not,
+                ScalarTy::Bool,
+                Box::new(bin(BinOp::Lt, param(1), int(9))),
+            )),
+        ];
+        let mut launch = Launch {
+            block: [32, 1, 1],
+            grid: [1, 1, 1],
+            params: vec![4, 4],
+            syms: Vec::new(),
+        };
+        assert!(satisfy(&k, &facts, &mut launch, 32));
+        assert_eq!(launch.params, [16, 9]);
+        // A parameter already past its bound stays.
+        launch.params = vec![32, 12];
+        assert!(satisfy(&k, &facts, &mut launch, 32));
+        assert_eq!(launch.params, [32, 12]);
+    }
+
+    #[test]
+    fn integer_intrinsics_are_computed_not_drawn() {
+        // `__umulhi(t, 2^31)` is `t / 2`: threads 18 and 19 write `out[0]`.
+        // (A drawn value, 0 to 7, is never 9.)
+        let src = "__global__ void k(int *out) {\n\
+                   if (__umulhi(threadIdx.x, 1u << 31) == 9u) {\n\
+                   out[0] = threadIdx.x;\n\
+                   }\n\
+                   }";
+        let found = leads_of(src, Some([32, 1, 1]));
+        let (_, _, values) = found
+            .iter()
+            .find(|(a, b, _)| (*a, *b) == (3, 3))
+            .expect("18 and 19 race");
+        let mut threads = [0, 1].map(|i| value(values, Leaf::Builtin(Builtin::ThreadIdx(Dim::X), i)));
+        threads.sort_unstable();
+        assert_eq!(threads, [Some(18), Some(19)]);
+        // A magic-number division by 1 (multiplier 1, shift 0) divides by 1.
+        assert_eq!(intrinsic("__umulhi", &[7, 1]), Some(0));
+        assert_eq!(intrinsic("__umulhi", &[1 << 31, 4]), Some(2));
+        assert_eq!(intrinsic("__mul24", &[0x80_0000, 2]), Some(-0x100_0000));
+        assert_eq!(intrinsic("__umulhi", &[3]), None);
+    }
+
+    #[test]
+    fn blocks_apart_along_each_dimension_are_run_and_met_early() {
+        assert_eq!(blocks_of([1, 1, 1]), [[0, 0, 0]]);
+        assert_eq!(
+            blocks_of([2, 3, 2]),
+            [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 2, 1]]
+        );
+        // Rows spread over `blockIdx.y` and `blockIdx.z` that land on one
+        // another, each thread looping long enough that a run would spend
+        // its budget inside the first block were blocks run one by one.
+        let src = "__global__ void k(float *out, long rows, long reps) {\n\
+                   long r = blockIdx.y + blockIdx.z;\n\
+                   for (long j = 0; j < 4000; ++j) {\n\
+                   out[r * 256 + threadIdx.x] = j;\n\
+                   }\n\
+                   }";
+        let found = leads_of(src, Some([256, 1, 1]));
+        assert!(found.iter().any(|(a, b, _)| (*a, *b) == (4, 4)), "{found:?}");
     }
 
     #[test]
