@@ -2227,8 +2227,9 @@ impl<'a> Encoder<'a> {
 
     /// The definitions of the abstractions that `values` (by leaf name)
     /// make linear: a product with an operand they fix, a division by such
-    /// a divisor. Exact at once, where refinement would
-    /// need a round of lemmas per model.
+    /// a divisor. Exact at once, where refinement would need a round of
+    /// lemmas per model. (They hold where the values are pinned: only in a
+    /// lead's query.)
     fn exact_where_pinned(&self, values: &[(String, i128)]) -> Vec<Bool> {
         let value_of = |t: &Int| -> Option<i128> {
             let mut leaves = Vec::new();
