@@ -217,6 +217,18 @@ impl BinOp {
         }
     }
 
+    /// The comparison with its operands swapped (`a < b` is `b > a`);
+    /// any other operator as it is.
+    pub fn swapped(self) -> BinOp {
+        match self {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::Le => BinOp::Ge,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::Ge => BinOp::Le,
+            op => op,
+        }
+    }
+
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",

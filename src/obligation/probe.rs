@@ -309,12 +309,6 @@ struct Roles {
     shift: Vec<bool>,
 }
 
-/// Per parameter, whether it is a stride (see [`Roles::stride`]).
-#[cfg(test)]
-fn strides(kernel: &Kernel) -> Vec<bool> {
-    roles(kernel).stride
-}
-
 /// The roles of `kernel`'s parameters. Flow-insensitive: a variable
 /// depends on every parameter any assignment to it reads.
 fn roles(kernel: &Kernel) -> Roles {
@@ -489,13 +483,10 @@ fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size
                 e => (false, e),
             };
             let Expr::Binary(op, _, a, b) = fact else { continue };
-            let op = match (negated, *op) {
-                (false, op) => op,
-                (true, BinOp::Lt) => BinOp::Ge,
-                (true, BinOp::Le) => BinOp::Gt,
-                (true, BinOp::Gt) => BinOp::Le,
-                (true, BinOp::Ge) => BinOp::Lt,
-                (true, _) => continue,
+            let op = match (negated, op.negated()) {
+                (false, _) => *op,
+                (true, Some(op)) => op,
+                (true, None) => continue,
             };
             // `x % c == 0`: `x` up to a multiple of `c`.
             if op == BinOp::Eq {
@@ -513,7 +504,7 @@ fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size
                     }
                 }
             }
-            for (p, e, op) in [(a, b, op), (b, a, mirrored(op))] {
+            for (p, e, op) in [(a, b, op), (b, a, op.swapped())] {
                 let Some(target) = settable(p) else { continue };
                 let (Some(v), Some(now)) = (eval(launch, e), current(launch, target)) else {
                     continue;
@@ -545,17 +536,6 @@ fn satisfy(kernel: &Kernel, facts: &[LaunchFact], launch: &mut Launch, warp_size
         }
         v.is_some_and(|v| v != 0)
     })
-}
-
-/// `op` with its operands swapped (`a < b` is `b > a`).
-fn mirrored(op: BinOp) -> BinOp {
-    match op {
-        BinOp::Lt => BinOp::Gt,
-        BinOp::Le => BinOp::Ge,
-        BinOp::Gt => BinOp::Lt,
-        BinOp::Ge => BinOp::Le,
-        op => op,
-    }
 }
 
 /// Evaluation of launch-wide expressions (facts): parameters and extents.
@@ -633,9 +613,9 @@ fn blocks_of(grid: [u32; 3]) -> Vec<[u32; 3]> {
     blocks
 }
 
-/// Runs the blocks of `launch` for at most `limit` steps, threads in
-/// [`thread_order`], and adds the leads they show to `found`; the steps
-/// it took.
+/// Runs the blocks of `launch` ([`blocks_of`]) for at most `limit` steps,
+/// each thread of [`thread_order`] in every block before the next, and adds
+/// the leads they show to `found`; the steps it took.
 fn run(kernel: &Kernel, launch: &Launch, warp_size: u32, limit: u64, written: &[bool], found: &mut Found) -> u64 {
     let blocks = blocks_of(launch.grid);
     // In-block meetings: by (object, block, grid phase, block phase, word);
@@ -1419,7 +1399,7 @@ mod tests {
              }",
         )
         .remove(0);
-        assert_eq!(strides(&k), [false, true]);
+        assert_eq!(roles(&k).stride, [false, true]);
         // With the stride 0 the threads below `n` all write one element.
         let found = leads_of(
             "__global__ void k(float *out, int n, int s) {\n\
@@ -1457,13 +1437,14 @@ mod tests {
         let int = |v: i128| Expr::Int(v, ScalarTy::Int { bits: 64, signed: true });
         let bin = |op, a, b| Expr::Binary(op, ScalarTy::Int { bits: 64, signed: true }, Box::new(a), Box::new(b));
         let facts = [
-            // `n % 16 == 0` and `!(m < 9)`.
+            // `n % 16 == 0`, `!(m < 9)` and `10 < m`.
             LaunchFact::evaluated(bin(BinOp::Eq, bin(BinOp::Rem, param(0), int(16)), int(0))),
             LaunchFact::evaluated(Expr::Unary(
                 UnOp::Not,
                 ScalarTy::Bool,
                 Box::new(bin(BinOp::Lt, param(1), int(9))),
             )),
+            LaunchFact::evaluated(bin(BinOp::Lt, int(10), param(1))),
         ];
         let mut launch = Launch {
             block: [32, 1, 1],
@@ -1472,7 +1453,7 @@ mod tests {
             syms: Vec::new(),
         };
         assert!(satisfy(&k, &facts, &mut launch, 32));
-        assert_eq!(launch.params, [16, 9]);
+        assert_eq!(launch.params, [16, 11]);
         // A parameter already past its bound stays.
         launch.params = vec![32, 12];
         assert!(satisfy(&k, &facts, &mut launch, 32));
